@@ -1,0 +1,37 @@
+// Who may call which RPC, read from each method's atrium.v1.access option once and enforced here
+// for every protocol (DESIGN principle 5: admin-only and Owner-only operations in one place).
+import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
+import { access as accessExt, type Access } from "../../gen/atrium/v1/options_pb.js";
+import { ApiError } from "../transport/errors.js";
+import type { Principal } from "./principal.js";
+
+const rules = new Map<DescMethod, Access | undefined>();
+
+function ruleOf(method: DescMethod): Access | undefined {
+  if (!rules.has(method)) rules.set(method, hasOption(method, accessExt) ? getOption(method, accessExt) : undefined);
+  return rules.get(method);
+}
+
+export function authorize(p: Principal, method: DescMethod): void {
+  const a = ruleOf(method);
+  if (!a) return;
+  if (a.admin && p.kind !== "admin_key")
+    throw new ApiError(403, "This operation requires an admin API key.", { type: "invalid_request_error", code: "admin_key_required" });
+  if (a.denyWorkloadIdentity && p.kind === "workload_token")
+    throw new ApiError(403, "Workload identity tokens cannot call this operation.", { type: "invalid_request_error", code: "workload_identity_not_allowed" });
+  if (a.owner && p.role !== "owner")
+    throw new ApiError(403, "You have insufficient permissions for this operation: the Owner role is required.", {
+      type: "invalid_request_error",
+      code: "insufficient_permissions",
+    });
+  if (a.write && p.role === "reader")
+    throw new ApiError(403, "You have insufficient permissions for this operation: the key is read-only.", {
+      type: "invalid_request_error",
+      code: "insufficient_permissions",
+    });
+  if (a.scope && p.scopes !== null && !p.scopes.includes(a.scope))
+    throw new ApiError(403, `You have insufficient permissions for this operation. Missing scopes: ${a.scope}.`, {
+      type: "invalid_request_error",
+      code: "insufficient_permissions",
+    });
+}

@@ -1,0 +1,104 @@
+// Turns request headers into a Principal: the bearer credential, then the organization/project
+// the caller selects (Vendor-Organization / Vendor-Project, or the OpenAI-* names the official
+// SDKs send). Other credential kinds (workload identity tokens) plug in as TokenVerifiers.
+import { ApiError } from "../transport/errors.js";
+import type { KeyStore, Membership } from "./keys.js";
+import type { Principal } from "./principal.js";
+
+export interface HeaderSource {
+  get(name: string): string | null;
+}
+
+/** Resolves a bearer token that is not an API key (e.g. a minted workload identity token). */
+export interface TokenVerifier {
+  verify(token: string): Promise<Principal | undefined>;
+}
+
+const ORG_HEADERS = ["vendor-organization", "openai-organization"];
+const PROJECT_HEADERS = ["vendor-project", "openai-project"];
+
+function firstHeader(h: HeaderSource, names: string[]): string | undefined {
+  for (const n of names) {
+    const v = h.get(n);
+    if (v) return v.trim();
+  }
+  return undefined;
+}
+
+function redact(token: string): string {
+  return token.length <= 8 ? "****" : `${token.slice(0, 3)}*****${token.slice(-4)}`;
+}
+
+export class Authenticator {
+  private verifiers: TokenVerifier[] = [];
+  constructor(private readonly keys: KeyStore) {}
+
+  addVerifier(v: TokenVerifier) {
+    this.verifiers.push(v);
+  }
+
+  async authenticate(headers: HeaderSource): Promise<Principal> {
+    const auth = headers.get("authorization");
+    if (!auth)
+      throw new ApiError(
+        401,
+        "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+        { type: "invalid_request_error", code: null },
+      );
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    if (!m) throw new ApiError(401, "The Authorization header must be 'Bearer <API key or access token>'.", { type: "invalid_request_error", code: "invalid_api_key" });
+    const token = m[1];
+    const orgHeader = firstHeader(headers, ORG_HEADERS);
+    const projectHeader = firstHeader(headers, PROJECT_HEADERS);
+
+    const key = await this.keys.lookup(token);
+    if (key) {
+      const membership = selectMembership(key.memberships, orgHeader, projectHeader);
+      let projectId = membership.projectId ?? membership.defaultProjectId ?? "";
+      if (membership.projectId === null && projectHeader) {
+        const project = await this.keys.project(projectHeader);
+        if (!project || project.organizationId !== membership.organizationId)
+          throw new ApiError(401, `The project header should match a project of the API key's organization (got '${projectHeader}').`, { code: "mismatched_project" });
+        projectId = project.id;
+      }
+      if (!projectId) throw new ApiError(401, "This key has no default project; send the Vendor-Project header.", { code: "missing_project" });
+      return {
+        kind: key.kind === "admin" ? "admin_key" : "key",
+        credentialId: key.keyId,
+        organizationId: membership.organizationId,
+        projectId,
+        role: membership.role,
+        scopes: null,
+      };
+    }
+    for (const v of this.verifiers) {
+      const p = await v.verify(token);
+      if (!p) continue;
+      if (orgHeader && orgHeader !== p.organizationId)
+        throw new ApiError(401, "The organization header does not match the organization of this access token.", { code: "mismatched_organization" });
+      if (projectHeader && projectHeader !== p.projectId)
+        throw new ApiError(401, "The project header does not match the project of this access token.", { code: "mismatched_project" });
+      return p;
+    }
+    throw new ApiError(401, `Incorrect API key provided: ${redact(token)}.`, { type: "invalid_request_error", code: "invalid_api_key" });
+  }
+}
+
+/** Picks the membership the headers ask for; a header naming something the key lacks is a 401. */
+function selectMembership(ms: Membership[], org: string | undefined, project: string | undefined): Membership {
+  let candidates = ms;
+  if (org) {
+    candidates = candidates.filter((m) => m.organizationId === org);
+    if (!candidates.length)
+      throw new ApiError(401, `The organization header should match an organization of the API key (got '${org}').`, { code: "mismatched_organization" });
+  }
+  if (project) {
+    const exact = candidates.filter((m) => m.projectId === project);
+    // An org-wide (admin) membership covers any project; the project must still exist (checked by the caller).
+    const wide = candidates.filter((m) => m.projectId === null);
+    candidates = exact.length ? exact : wide;
+    if (!candidates.length)
+      throw new ApiError(401, `The project header should match a project of the API key (got '${project}').`, { code: "mismatched_project" });
+  }
+  return candidates[0];
+}

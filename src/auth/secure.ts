@@ -1,0 +1,36 @@
+// Wraps a service implementation so every method first authenticates the caller and checks the
+// method's access rule. The REST transcoder, the Connect/gRPC router and the lean Connect unary
+// path all receive the wrapped implementation, so no protocol can skip it.
+import type { DescService } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
+import { authorize } from "./access.js";
+import type { Authenticator } from "./authenticate.js";
+import { principalKey } from "./principal.js";
+
+type AnyImpl = Record<string, (req: any, ctx: HandlerContext) => any>;
+
+export function secureService(desc: DescService, impl: AnyImpl, auth: Authenticator): AnyImpl {
+  const out: AnyImpl = {};
+  for (const method of desc.methods) {
+    const fn = impl[method.localName];
+    if (typeof fn !== "function") continue;
+    const admit = async (ctx: HandlerContext) => {
+      const p = await auth.authenticate(ctx.requestHeader);
+      authorize(p, method);
+      ctx.values.set(principalKey, p);
+      ctx.responseHeader.set("vendor-organization", p.organizationId);
+    };
+    if (method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming") {
+      out[method.localName] = async function* (req: any, ctx: HandlerContext) {
+        await admit(ctx);
+        yield* fn.call(impl, req, ctx);
+      };
+    } else {
+      out[method.localName] = async (req: any, ctx: HandlerContext) => {
+        await admit(ctx);
+        return fn.call(impl, req, ctx);
+      };
+    }
+  }
+  return out;
+}

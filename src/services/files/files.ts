@@ -1,0 +1,127 @@
+// Files: the domain rules (purposes, limits, expiry) and storage, shared by the Files service and
+// by Uploads, which complete into a File. Record metadata and bytes are kept apart: the record in
+// the RecordStore, the content in the BlobStore under the file's id.
+import { ApiError, invalidParam, missingParam } from "../../transport/errors.js";
+import type { Scope, StoredRecord } from "../../storage/types.js";
+import type { ServiceDeps } from "../deps.js";
+import { newId } from "../common/ids.js";
+
+export const FILE_KIND = "file";
+export const MAX_FILE_BYTES = 512 * 1024 * 1024;
+export const MAX_BATCH_FILE_BYTES = 200 * 1024 * 1024;
+export const BATCH_DEFAULT_TTL = 30 * 24 * 3600;
+export const MIN_EXPIRY_SECONDS = 3600;
+export const MAX_EXPIRY_SECONDS = 2_592_000;
+
+/** Purposes a caller may upload with; the *_output / *-results ones are written by the platform. */
+export const UPLOAD_PURPOSES = ["assistants", "batch", "fine-tune", "vision", "user_data", "evals"] as const;
+export const ALL_PURPOSES = [...UPLOAD_PURPOSES, "assistants_output", "batch_output", "fine-tune-results"] as const;
+
+export interface FileRecord {
+  id: string;
+  bytes: number;
+  createdAt: number;
+  filename: string;
+  purpose: string;
+  mimeType: string;
+  expiresAt: number | null;
+}
+
+export interface ExpiresAfterInput {
+  anchor?: string;
+  seconds?: bigint;
+}
+
+export function checkPurpose(purpose: string | undefined, param = "purpose"): string {
+  if (purpose === undefined || purpose === "") throw missingParam(param);
+  if (!(UPLOAD_PURPOSES as readonly string[]).includes(purpose))
+    throw invalidParam(
+      param,
+      `Invalid value for '${param}': '${purpose}'. Supported values are: ${UPLOAD_PURPOSES.map((p) => `'${p}'`).join(", ")}.`,
+    );
+  return purpose;
+}
+
+/** Validates expires_after and returns its lifetime in seconds (undefined = none given). */
+export function checkExpiresAfter(ea: ExpiresAfterInput | undefined, param = "expires_after"): number | undefined {
+  if (!ea) return undefined;
+  if (ea.anchor === undefined) throw missingParam(`${param}.anchor`);
+  if (ea.anchor !== "created_at") throw invalidParam(`${param}.anchor`, `Invalid value for '${param}.anchor': expected 'created_at', got '${ea.anchor}'.`);
+  if (ea.seconds === undefined) throw missingParam(`${param}.seconds`);
+  const s = Number(ea.seconds);
+  if (s < MIN_EXPIRY_SECONDS || s > MAX_EXPIRY_SECONDS)
+    throw invalidParam(
+      `${param}.seconds`,
+      `Invalid value for '${param}.seconds': expected ${MIN_EXPIRY_SECONDS} to ${MAX_EXPIRY_SECONDS}, got ${s}.`,
+      "integer_out_of_range",
+    );
+  return s;
+}
+
+/** Purpose-specific format rules the spec states (JSONL for batch and fine-tuning, 200 MB batches). */
+export function checkContentRules(purpose: string, filename: string, bytes: number, param = "file") {
+  if ((purpose === "batch" || purpose === "fine-tune" || purpose === "evals") && !filename.toLowerCase().endsWith(".jsonl"))
+    throw invalidParam(param, `Files with purpose '${purpose}' must be JSONL (a .jsonl filename), got '${filename}'.`, "invalid_file_format");
+  if (purpose === "batch" && bytes > MAX_BATCH_FILE_BYTES)
+    throw new ApiError(413, `Batch input files can be at most ${MAX_BATCH_FILE_BYTES} bytes; this one is ${bytes}.`, { param, code: "file_too_large" });
+}
+
+export function expiryFor(purpose: string, createdAt: number, ttl: number | undefined): number | null {
+  if (ttl !== undefined) return createdAt + ttl;
+  if (purpose === "batch") return createdAt + BATCH_DEFAULT_TTL;
+  return null;
+}
+
+const MIME_BY_EXT: Record<string, string> = {
+  jsonl: "application/jsonl",
+  json: "application/json",
+  txt: "text/plain",
+  md: "text/markdown",
+  csv: "text/csv",
+  html: "text/html",
+  pdf: "application/pdf",
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  gif: "image/gif",
+  webp: "image/webp",
+  mp4: "video/mp4",
+};
+
+export function mimeFor(filename: string): string {
+  const ext = filename.toLowerCase().split(".").pop() ?? "";
+  return MIME_BY_EXT[ext] ?? "application/octet-stream";
+}
+
+export function newFileId(): string {
+  return newId("file-");
+}
+
+export class Files {
+  constructor(private readonly deps: ServiceDeps) {}
+
+  get collection() {
+    return this.deps.records.collection<FileRecord>(FILE_KIND);
+  }
+
+  async get(scope: Scope, id: string, param = "file_id"): Promise<StoredRecord<FileRecord>> {
+    const r = await this.collection.get(scope, id);
+    if (!r) throw new ApiError(404, `No such File object: ${id}`, { param, code: null });
+    return r;
+  }
+
+  /** Records a file whose bytes are already stored under blob key `rec.id`. */
+  async insert(scope: Scope, rec: FileRecord): Promise<void> {
+    try {
+      await this.collection.insert(scope, { id: rec.id, createdAt: rec.createdAt, expiresAt: rec.expiresAt, tag: rec.purpose, data: rec });
+    } catch (e) {
+      await this.deps.blobs.delete(rec.id);
+      throw e;
+    }
+  }
+
+  async delete(scope: Scope, id: string): Promise<void> {
+    if (!(await this.collection.delete(scope, id))) await this.get(scope, id);
+    await this.deps.blobs.delete(id);
+  }
+}

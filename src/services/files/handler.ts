@@ -1,0 +1,125 @@
+// FilesService (spec 4.5): upload, list, retrieve, download, delete.
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { anyPack } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import {
+  FilesService,
+  type CreateFileRequest,
+  type FileSchema,
+} from "../../../gen/atrium/v1/files_pb.js";
+import { ContentRangeSchema } from "../../../gen/atrium/v1/options_pb.js";
+import { scopeOf } from "../../auth/principal.js";
+import { ApiError, invalidParam, missingParam } from "../../transport/errors.js";
+import { parseRange } from "../../transport/rest/range.js";
+import { BlobTooLarge, type StoredRecord } from "../../storage/types.js";
+import type { ServiceDeps } from "../deps.js";
+import { envelope, listQuery, runList } from "../common/list.js";
+import {
+  ALL_PURPOSES,
+  Files,
+  MAX_FILE_BYTES,
+  checkContentRules,
+  checkExpiresAfter,
+  checkPurpose,
+  expiryFor,
+  mimeFor,
+  newFileId,
+  type FileRecord,
+} from "./files.js";
+
+export function fileMessage(r: FileRecord): MessageInitShape<typeof FileSchema> {
+  return {
+    id: r.id,
+    object: "file",
+    bytes: BigInt(r.bytes),
+    createdAt: BigInt(r.createdAt),
+    filename: r.filename,
+    purpose: r.purpose,
+    status: "processed",
+    expiresAt: r.expiresAt === null ? undefined : BigInt(r.expiresAt),
+  };
+}
+
+const toMessage = (r: StoredRecord<FileRecord>) => fileMessage(r.data) as MessageInitShape<typeof FileSchema> & { id: string };
+
+export function createFilesService(deps: ServiceDeps): ServiceImpl<typeof FilesService> {
+  const files = new Files(deps);
+  return {
+    async createFile(requests: AsyncIterable<CreateFileRequest>, ctx: HandlerContext) {
+      const scope = scopeOf(ctx);
+      const id = newFileId();
+      const meta: { purpose?: string; filename?: string; ttl?: number } = {};
+      // Metadata may arrive before or after the bytes (the official SDK sends the file first);
+      // each piece is checked as soon as it arrives, so a bad purpose stops the upload early.
+      async function* chunks() {
+        for await (const r of requests) {
+          if (r.purpose !== undefined) meta.purpose = checkPurpose(r.purpose);
+          if (r.filename !== undefined) meta.filename = r.filename;
+          if (r.expiresAfter) meta.ttl = checkExpiresAfter(r.expiresAfter);
+          if (r.chunk.length) yield r.chunk;
+        }
+      }
+      let bytes: number;
+      try {
+        bytes = (await deps.blobs.put(id, chunks(), { maxBytes: MAX_FILE_BYTES })).bytes;
+      } catch (e) {
+        if (e instanceof BlobTooLarge)
+          throw new ApiError(413, `File is too large: the limit is ${MAX_FILE_BYTES} bytes (512 MB).`, { param: "file", code: "file_too_large" });
+        throw e;
+      }
+      try {
+        const purpose = checkPurpose(meta.purpose);
+        const filename = meta.filename?.trim();
+        if (!filename) throw missingParam("file");
+        if (filename.length > 512) throw invalidParam("file", "The filename can be at most 512 characters.");
+        if (bytes === 0) throw invalidParam("file", "The file is empty.", "empty_file");
+        checkContentRules(purpose, filename, bytes);
+        const createdAt = deps.clock.now();
+        const rec: FileRecord = { id, bytes, createdAt, filename, purpose, mimeType: mimeFor(filename), expiresAt: expiryFor(purpose, createdAt, meta.ttl) };
+        await files.insert(scope, rec);
+        return fileMessage(rec);
+      } catch (e) {
+        await deps.blobs.delete(id);
+        throw e;
+      }
+    },
+
+    async listFiles(req, ctx) {
+      const scope = scopeOf(ctx);
+      const q = listQuery(req, { defaultLimit: 10_000, maxLimit: 10_000 });
+      if (req.purpose !== undefined && !(ALL_PURPOSES as readonly string[]).includes(req.purpose))
+        throw invalidParam("purpose", `Invalid value for 'purpose': '${req.purpose}'.`);
+      const page = await runList(q, (q) => files.collection.list(scope, { ...q, tag: req.purpose }));
+      return envelope(page, toMessage);
+    },
+
+    async getFile(req, ctx) {
+      return fileMessage((await files.get(scopeOf(ctx), req.fileId)).data);
+    },
+
+    async *getFileContent(req, ctx) {
+      const rec = (await files.get(scopeOf(ctx), req.fileId)).data;
+      const range = parseRange(req.range, rec.bytes);
+      const info = create(ContentRangeSchema, {
+        size: BigInt(rec.bytes),
+        partial: !!range,
+        start: BigInt(range?.start ?? 0),
+        end: BigInt(range?.end ?? Math.max(0, rec.bytes - 1)),
+      });
+      const head = { contentType: rec.mimeType, extensions: [anyPack(ContentRangeSchema, info)] };
+      let sentHead = false;
+      for await (const chunk of deps.blobs.get(rec.id, range)) {
+        if (!sentHead) {
+          sentHead = true;
+          yield { ...head, data: chunk };
+        } else yield { data: chunk };
+      }
+      if (!sentHead) yield head;
+    },
+
+    async deleteFile(req, ctx) {
+      await files.delete(scopeOf(ctx), req.fileId);
+      return { id: req.fileId, object: "file", deleted: true };
+    },
+  };
+}

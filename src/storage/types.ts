@@ -1,0 +1,176 @@
+// Storage interfaces. Services depend only on these; the embedded default (SQLite + local disk)
+// and a scale-out implementation (PostgreSQL + S3-compatible object storage) sit behind them.
+// Every method is async so a networked engine fits without changing callers.
+import type { Readable } from "node:stream";
+
+/** Which tenant a record belongs to. Every read and write names it: tenants are walls. */
+export interface Scope {
+  projectId: string;
+}
+
+/** One stored record: an opaque JSON document plus the few columns the store indexes. */
+export interface StoredRecord<T> {
+  id: string;
+  projectId: string;
+  /** Owner resource for nested lists (vector store of a vector store file); "" when none. */
+  parentId: string;
+  /** Unix seconds. Lists are ordered by (createdAt, insertion order). */
+  createdAt: number;
+  /** Unix seconds; the expiry sweeper deletes records past it. null = never. */
+  expiresAt: number | null;
+  /** One indexed, filterable string (a file's purpose, a status). null = none. */
+  tag: string | null;
+  /** Optimistic-concurrency counter, bumped on every update. */
+  version: number;
+  data: T;
+}
+
+export interface NewRecord<T> {
+  id: string;
+  parentId?: string;
+  createdAt: number;
+  expiresAt?: number | null;
+  tag?: string | null;
+  data: T;
+}
+
+export interface ListQuery {
+  /** Only records with this parentId ("" = top-level ones). Omitted: any parent. */
+  parentId?: string;
+  /**
+   * Cursor ids: start strictly after / before this record in the chosen order. `before` returns
+   * the page immediately preceding the cursor, still in the chosen order. A cursor id that is not
+   * a record of this kind in this project throws CursorNotFound.
+   */
+  after?: string;
+  before?: string;
+  limit: number;
+  order: "asc" | "desc";
+  tag?: string;
+}
+
+export interface ListPage<T> {
+  records: StoredRecord<T>[];
+  hasMore: boolean;
+}
+
+/** A write inside an atomic batch. `expectVersion` makes an update or delete conditional. */
+export type WriteOp =
+  | { op: "insert"; kind: string; scope: Scope; record: NewRecord<unknown> }
+  | {
+      op: "update";
+      kind: string;
+      scope: Scope;
+      id: string;
+      data: unknown;
+      expectVersion?: number;
+      expiresAt?: number | null;
+      tag?: string | null;
+    }
+  | { op: "delete"; kind: string; scope: Scope; id: string; expectVersion?: number };
+
+/** Thrown when an `expectVersion` did not match (someone else changed the record first). */
+export class VersionConflict extends Error {
+  constructor(readonly kind: string, readonly id: string) {
+    super(`record ${kind}/${id} changed concurrently`);
+  }
+}
+
+/** Thrown when an insert reuses an existing (kind, id). */
+export class DuplicateRecord extends Error {
+  constructor(readonly kind: string, readonly id: string) {
+    super(`record ${kind}/${id} already exists`);
+  }
+}
+
+/** Thrown by list() when an `after`/`before` cursor names no record of that kind and project. */
+export class CursorNotFound extends Error {
+  constructor(readonly kind: string, readonly id: string) {
+    super(`cursor ${id} does not name a ${kind} record`);
+  }
+}
+
+export interface Collection<T> {
+  readonly kind: string;
+  insert(scope: Scope, record: NewRecord<T>): Promise<StoredRecord<T>>;
+  /** undefined when absent, in another project, or past its expiresAt. */
+  get(scope: Scope, id: string): Promise<StoredRecord<T> | undefined>;
+  /**
+   * Replaces data (and optionally expiresAt/tag). Throws VersionConflict when expectVersion is
+   * given and differs. Returns the new record, or undefined when the record does not exist
+   * (a record past its expiresAt counts as absent, as for get()).
+   */
+  update(
+    scope: Scope,
+    id: string,
+    data: T,
+    opts?: { expectVersion?: number; expiresAt?: number | null; tag?: string | null },
+  ): Promise<StoredRecord<T> | undefined>;
+  /**
+   * true when something was deleted. Also removes records past their expiresAt (the sweeper relies
+   * on this). Throws VersionConflict when expectVersion is given and the record has another one.
+   */
+  delete(scope: Scope, id: string, opts?: { expectVersion?: number }): Promise<boolean>;
+  list(scope: Scope, query: ListQuery): Promise<ListPage<T>>;
+  count(scope: Scope, query?: { parentId?: string; tag?: string }): Promise<number>;
+}
+
+export interface RecordStore {
+  collection<T>(kind: string): Collection<T>;
+  /**
+   * Applies every op or none. Throws VersionConflict / DuplicateRecord. An update of a missing
+   * record, or a conditional delete of one, is a VersionConflict too (the batch would not apply
+   * as written); an unconditional delete of a missing record is a no-op.
+   */
+  atomically(ops: WriteOp[]): Promise<void>;
+  /** Records (any kind, any project) whose expiresAt <= now, oldest first, at most `limit`. */
+  expired(now: number, limit: number): Promise<Array<{ kind: string; projectId: string; record: StoredRecord<unknown> }>>;
+  /** Small key/value table for server state (schema version, bootstrap markers). */
+  getMeta(key: string): Promise<string | undefined>;
+  setMeta(key: string, value: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface BlobInfo {
+  bytes: number;
+  /** Hex MD5 of the content, computed while writing. */
+  md5: string;
+}
+
+export class BlobTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`blob exceeds ${limit} bytes`);
+  }
+}
+
+/** Emitted as the error of the stream returned by BlobStore.get() when the blob does not exist. */
+export class BlobNotFound extends Error {
+  constructor(readonly key: string) {
+    super(`blob ${key} does not exist`);
+  }
+}
+
+export interface BlobStore {
+  /**
+   * Streams `source` into the blob `key`. Nothing is visible under `key` until the whole stream
+   * is durably written (temp file, fsync, rename). Over `maxBytes` it stops reading, removes the
+   * partial data and throws BlobTooLarge. A failing source likewise leaves nothing behind.
+   */
+  put(key: string, source: AsyncIterable<Uint8Array> | Readable, opts?: { maxBytes?: number }): Promise<BlobInfo>;
+  /**
+   * Concatenates existing blobs, in order, into `key` (streamed, never held in memory). A missing
+   * part rejects with BlobNotFound and leaves nothing behind.
+   */
+  concat(key: string, parts: string[]): Promise<BlobInfo>;
+  /**
+   * Reads [start, end] inclusive (whole blob when omitted) as a stream of chunks. A missing blob is
+   * reported as a BlobNotFound error on the stream (not thrown), so check size() first to answer 404.
+   */
+  get(key: string, range?: { start: number; end: number }): Readable;
+  /** Size in bytes, or undefined when absent. */
+  size(key: string): Promise<number | undefined>;
+  /** Removes the blob; absent is not an error. */
+  delete(key: string): Promise<void>;
+  /** Removes leftovers of interrupted writes (called at start-up). */
+  recover(): Promise<void>;
+}

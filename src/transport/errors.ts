@@ -1,0 +1,133 @@
+// One error model (DESIGN principle 3). Handlers throw ApiError; REST renders it as
+// {"error": {message, type, param, code}} with its HTTP status, Connect and gRPC as the matching
+// code with an atrium.v1.ErrorInfo detail carrying the same fields.
+import { Code, ConnectError } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { ErrorInfoSchema } from "../../gen/atrium/v1/options_pb.js";
+
+export type ErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "permission_error"
+  | "not_found_error"
+  | "conflict_error"
+  | "rate_limit_error"
+  | "server_error";
+
+const codeForStatus: Record<number, Code> = {
+  400: Code.InvalidArgument,
+  401: Code.Unauthenticated,
+  403: Code.PermissionDenied,
+  404: Code.NotFound,
+  405: Code.Unimplemented,
+  408: Code.DeadlineExceeded,
+  409: Code.FailedPrecondition,
+  413: Code.ResourceExhausted,
+  415: Code.InvalidArgument,
+  429: Code.ResourceExhausted,
+  500: Code.Internal,
+  501: Code.Unimplemented,
+  503: Code.Unavailable,
+};
+
+const statusForCode: Record<Code, number> = {
+  [Code.Canceled]: 499,
+  [Code.Unknown]: 500,
+  [Code.InvalidArgument]: 400,
+  [Code.DeadlineExceeded]: 408,
+  [Code.NotFound]: 404,
+  [Code.AlreadyExists]: 409,
+  [Code.PermissionDenied]: 403,
+  [Code.ResourceExhausted]: 429,
+  [Code.FailedPrecondition]: 400,
+  [Code.Aborted]: 409,
+  [Code.OutOfRange]: 400,
+  [Code.Unimplemented]: 501,
+  [Code.Internal]: 500,
+  [Code.Unavailable]: 503,
+  [Code.DataLoss]: 500,
+  [Code.Unauthenticated]: 401,
+};
+
+function defaultType(status: number): ErrorType {
+  if (status === 401) return "authentication_error";
+  if (status === 403) return "permission_error";
+  if (status === 404) return "invalid_request_error";
+  if (status === 429) return "rate_limit_error";
+  if (status >= 500) return "server_error";
+  return "invalid_request_error";
+}
+
+export interface ApiErrorOptions {
+  param?: string | null;
+  code?: string | null;
+  type?: ErrorType;
+  /** Extra REST response headers (Retry-After, Allow). */
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+export class ApiError extends ConnectError {
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly param: string | null;
+  readonly errorCode: string | null;
+  readonly restHeaders: Record<string, string>;
+
+  constructor(status: number, message: string, opts: ApiErrorOptions = {}) {
+    const type = opts.type ?? defaultType(status);
+    const info = create(ErrorInfoSchema, {
+      type,
+      param: opts.param ?? undefined,
+      code: opts.code ?? undefined,
+      httpStatus: status,
+    });
+    super(message, codeForStatus[status] ?? Code.Unknown, undefined, [{ desc: ErrorInfoSchema, value: info }], opts.cause);
+    this.status = status;
+    this.type = type;
+    this.param = opts.param ?? null;
+    this.errorCode = opts.code ?? null;
+    this.restHeaders = opts.headers ?? {};
+  }
+}
+
+/** 400 for a request field: the message names it and `param` carries it. */
+export function invalidParam(param: string, message: string, code: string | null = "invalid_value"): ApiError {
+  return new ApiError(400, message, { param, code });
+}
+
+export function missingParam(param: string): ApiError {
+  return new ApiError(400, `Missing required parameter: '${param}'.`, { param, code: "missing_required_parameter" });
+}
+
+export function notFound(what: string, id: string, param: string | null = null): ApiError {
+  return new ApiError(404, `No such ${what}: '${id}'.`, { param, code: null, type: "invalid_request_error" });
+}
+
+export interface RestErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+/** Any thrown value as (status, REST body, extra headers). Unknown errors are 500s with no detail leaked. */
+export function toRestError(err: unknown): { status: number; body: RestErrorBody; headers: Record<string, string> } {
+  if (err instanceof ApiError) {
+    return {
+      status: err.status,
+      body: { error: { message: err.rawMessage, type: err.type, param: err.param, code: err.errorCode } },
+      headers: err.restHeaders,
+    };
+  }
+  if (err instanceof ConnectError) {
+    const status = statusForCode[err.code] ?? 500;
+    return {
+      status,
+      body: { error: { message: err.rawMessage, type: defaultType(status), param: null, code: null } },
+      headers: {},
+    };
+  }
+  return {
+    status: 500,
+    body: { error: { message: "The server had an error while processing your request.", type: "server_error", param: null, code: "internal_error" } },
+    headers: {},
+  };
+}

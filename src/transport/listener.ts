@@ -1,0 +1,77 @@
+// One port, every protocol (DESIGN contract). Cleartext: each new connection is sniffed for the
+// HTTP/2 connection preface; with it the socket goes to an HTTP/2 server (gRPC, or Connect and
+// gRPC-Web over h2c with prior knowledge), without it to an HTTP/1.1 server (REST, Connect,
+// gRPC-Web). With TLS, ALPN picks h2 or http/1.1 on one secure server. Both halves call the same
+// request handler (Fastify's), so routing, hooks and errors are identical whichever way a
+// request arrives.
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+
+const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+/** Total request header budget (spec 5.8). Node answers 431 past it, before any handler. */
+export const MAX_HEADER_BYTES = 64 * 1024;
+
+type Handler = (req: any, res: any) => void;
+
+export interface TlsFiles {
+  cert: Buffer;
+  key: Buffer;
+}
+
+export function createOnePortServer(handler: Handler, tls?: TlsFiles): net.Server {
+  const h2settings = { maxHeaderListSize: MAX_HEADER_BYTES };
+  if (tls) {
+    return http2.createSecureServer(
+      { cert: tls.cert, key: tls.key, allowHTTP1: true, ALPNProtocols: ["h2", "http/1.1"], settings: h2settings, maxSessionMemory: 64 },
+      handler,
+    ) as unknown as net.Server;
+  }
+  const h1 = http.createServer({ maxHeaderSize: MAX_HEADER_BYTES, keepAliveTimeout: 65_000, requestTimeout: 0 }, handler);
+  const h2 = http2.createServer({ settings: h2settings, maxSessionMemory: 64 }, handler);
+  const sockets = new Set<net.Socket>();
+  const sessions = new Set<http2.Http2Session>();
+  h2.on("session", (s) => {
+    sessions.add(s);
+    s.once("close", () => sessions.delete(s));
+  });
+
+  const outer = net.createServer({ noDelay: true }, (socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    let seen: Buffer = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      seen = seen.length ? Buffer.concat([seen, chunk]) : chunk;
+      const n = Math.min(seen.length, PREFACE.length);
+      const isH2 = seen.subarray(0, n).equals(PREFACE.subarray(0, n));
+      if (isH2 && seen.length < PREFACE.length) return; // need more bytes to decide
+      socket.removeListener("data", onData);
+      socket.pause();
+      socket.unshift(seen);
+      if (isH2) h2.emit("connection", socket);
+      else h1.emit("connection", socket);
+      socket.resume();
+    };
+    socket.on("data", onData);
+    socket.on("error", () => socket.destroy());
+  });
+
+  // Fastify closes its server on shutdown; take the inner servers and live connections with it.
+  const close = outer.close.bind(outer);
+  outer.close = ((cb?: (err?: Error) => void) => {
+    h1.closeIdleConnections();
+    for (const s of sessions) s.close();
+    const r = close(cb);
+    return r;
+  }) as typeof outer.close;
+  Object.assign(outer, {
+    closeAllConnections() {
+      for (const s of sockets) s.destroy();
+    },
+    closeIdleConnections() {
+      h1.closeIdleConnections();
+      for (const s of sessions) s.close();
+    },
+  });
+  return outer;
+}

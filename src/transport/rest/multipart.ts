@@ -1,0 +1,142 @@
+// The one REST shape no google.api.http annotation expresses: multipart/form-data uploads.
+// Declared here, once, and mapped onto the same client-streaming RPCs Connect and gRPC callers
+// use: the form's text fields (with `a[b]` naming nested field a.b) and the path parameters fill
+// request messages, and the file part is streamed as a sequence of messages carrying one chunk
+// each, so a 512 MB upload never sits in memory.
+import busboy from "busboy";
+import type { IncomingHttpHeaders } from "node:http";
+import type { Readable } from "node:stream";
+import { create, type DescField, type DescMessage } from "@bufbuild/protobuf";
+import { ApiError } from "../errors.js";
+import { decodeStringValue } from "./json.js";
+
+export interface MultipartShape {
+  /** Name of the form part that carries the bytes. */
+  file: string;
+  /** Request field that receives each chunk of those bytes. */
+  chunk: string;
+  /** Request field that receives the part's filename, if any. */
+  filename?: string;
+}
+
+export const multipartShapes: Record<string, MultipartShape> = {
+  "atrium.v1.FilesService.CreateFile": { file: "file", chunk: "chunk", filename: "filename" },
+  "atrium.v1.UploadsService.AddUploadPart": { file: "data", chunk: "data" },
+};
+
+type Event =
+  | { kind: "field"; name: string; value: string; truncated: boolean }
+  | { kind: "file"; name: string; stream: Readable; filename: string }
+  | { kind: "end" }
+  | { kind: "error"; error: unknown };
+
+/** A minimal push→pull queue between busboy's events and the RPC's request stream. */
+class EventQueue {
+  private items: Event[] = [];
+  private waiter: ((e: Event) => void) | undefined;
+  push(e: Event) {
+    const w = this.waiter;
+    if (w) {
+      this.waiter = undefined;
+      w(e);
+    } else this.items.push(e);
+  }
+  next(): Promise<Event> {
+    const e = this.items.shift();
+    if (e) return Promise.resolve(e);
+    return new Promise((resolve) => (this.waiter = resolve));
+  }
+}
+
+function setPath(desc: DescMessage, init: Record<string, unknown>, formName: string, raw: string) {
+  // "expires_after[seconds]" → ["expires_after", "seconds"]
+  const parts = formName.replace(/\]/g, "").split("[");
+  let d: DescMessage = desc;
+  let target = init;
+  for (let i = 0; i < parts.length; i++) {
+    const f: DescField | undefined = d.fields.find((x) => x.name === parts[i]);
+    const path = parts.slice(0, i + 1).join(".");
+    if (!f) throw new ApiError(400, `Unrecognized request argument supplied: ${formName}`, { param: formName, code: "unknown_parameter" });
+    if (i === parts.length - 1) {
+      if (f.fieldKind === "list") {
+        const arr = (target[f.localName] as unknown[]) ?? [];
+        arr.push(decodeStringValue(f, raw, path));
+        target[f.localName] = arr;
+      } else target[f.localName] = decodeStringValue(f, raw, path);
+      return;
+    }
+    if (f.fieldKind !== "message")
+      throw new ApiError(400, `Unrecognized request argument supplied: ${formName}`, { param: formName, code: "unknown_parameter" });
+    target = (target[f.localName] as Record<string, unknown>) ?? (target[f.localName] = {});
+    d = f.message;
+  }
+}
+
+export function isMultipart(contentType: string | undefined): boolean {
+  return !!contentType && contentType.toLowerCase().startsWith("multipart/form-data");
+}
+
+/**
+ * The request stream of a multipart upload: one message with everything known before the file
+ * part, one per file chunk, then one with fields that came after the file (the official SDK
+ * sends `file` before `purpose`).
+ */
+export async function* multipartMessages(
+  body: Readable,
+  headers: IncomingHttpHeaders,
+  desc: DescMessage,
+  shape: MultipartShape,
+  pathParams: Record<string, unknown>,
+): AsyncGenerator<any> {
+  let bb: busboy.Busboy;
+  try {
+    bb = busboy({ headers, highWaterMark: 1 << 20, fileHwm: 1 << 20, limits: { fieldSize: 64 * 1024, fields: 64, files: 1, parts: 80 } });
+  } catch (e) {
+    throw new ApiError(400, `Malformed multipart/form-data request: ${(e as Error).message}`, { code: "invalid_multipart" });
+  }
+  const q = new EventQueue();
+  let sawFile = false;
+  bb.on("field", (name, value, info) => q.push({ kind: "field", name, value, truncated: info.valueTruncated }));
+  bb.on("file", (name, stream, info) => q.push({ kind: "file", name, stream, filename: info.filename ?? "" }));
+  bb.on("filesLimit", () => q.push({ kind: "error", error: new ApiError(400, "Only one file part is accepted.", { param: shape.file }) }));
+  bb.on("close", () => q.push({ kind: "end" }));
+  bb.on("error", (e) => q.push({ kind: "error", error: new ApiError(400, `Malformed multipart/form-data request: ${(e as Error).message}`, { code: "invalid_multipart" }) }));
+  body.pipe(bb);
+  let pending: Record<string, unknown> = { ...pathParams };
+  let hasPending = true;
+  let done = false;
+  try {
+    for (;;) {
+      const ev = await q.next();
+      if (ev.kind === "error") throw ev.error;
+      if (ev.kind === "end") break;
+      if (ev.kind === "field") {
+        if (ev.truncated) throw new ApiError(400, `Form field '${ev.name}' is too long.`, { param: ev.name });
+        setPath(desc, pending, ev.name, ev.value);
+        hasPending = true;
+        continue;
+      }
+      if (ev.name !== shape.file) {
+        ev.stream.resume();
+        throw new ApiError(400, `Unrecognized file part '${ev.name}'; send the content as '${shape.file}'.`, { param: ev.name, code: "unknown_parameter" });
+      }
+      sawFile = true;
+      if (shape.filename) pending[shape.filename] = ev.filename;
+      yield create(desc, pending as any);
+      pending = {};
+      hasPending = false;
+      for await (const chunk of ev.stream) yield create(desc, { [shape.chunk]: chunk } as any);
+    }
+    if (!sawFile) throw new ApiError(400, `Missing required parameter: '${shape.file}'.`, { param: shape.file, code: "missing_required_parameter" });
+    if (hasPending) yield create(desc, pending as any);
+    done = true;
+  } finally {
+    if (!done) {
+      // The handler stopped early (an error): drop the rest of the body without parsing it.
+      body.unpipe(bb);
+      bb.removeAllListeners();
+      bb.on("error", () => {});
+      body.resume();
+    }
+  }
+}

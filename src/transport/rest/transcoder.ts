@@ -1,0 +1,318 @@
+// The generic REST transcoder (DESIGN principle 1): every RPC's google.api.http rule becomes a
+// Fastify route, read from the generated descriptors at start-up. Path variables, query
+// parameters (every request field not bound by the path or the body) and `body: "*"` fill the
+// request message; the service implementation is called directly (no in-process RPC round trip);
+// the response is the spec's REST JSON (json.ts). A server-streaming RPC of google.api.HttpBody is
+// a streamed download; a client-streaming RPC takes the multipart shape declared in multipart.ts.
+// An invalid rule throws here, so a bad annotation fails start-up rather than a request.
+import { Readable } from "node:stream";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { create, getOption, hasOption, type DescField, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
+import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import { createContextValues } from "@connectrpc/connect";
+import { http } from "../../../gen/google/api/annotations_pb.js";
+import type { HttpRule } from "../../../gen/google/api/http_pb.js";
+import { http_header, ContentRangeSchema } from "../../../gen/atrium/v1/options_pb.js";
+import { ApiError, toRestError } from "../errors.js";
+import { decodeStringValue, fromRestJson, toRestJson } from "./json.js";
+import { isMultipart, multipartMessages, multipartShapes, type MultipartShape } from "./multipart.js";
+import { NodeHeaders } from "../node-headers.js";
+
+export interface RegisteredService {
+  desc: DescService;
+  impl: Record<string, (...args: any[]) => any>;
+}
+
+interface RouteBinding {
+  service: DescService;
+  method: DescMethod;
+  verb: "GET" | "POST" | "PUT" | "DELETE" | "PATCH";
+  template: string;
+  fastifyPath: string;
+  pattern: RegExp;
+  pathFields: DescField[];
+  body: "" | "*" | DescField;
+  queryFields: Map<string, DescField>;
+  headerFields: Array<{ header: string; field: DescField }>;
+  multipart?: MultipartShape;
+}
+
+export class InvalidHttpRule extends Error {}
+
+function ruleVerb(rule: HttpRule): { verb: RouteBinding["verb"]; path: string } {
+  switch (rule.pattern.case) {
+    case "get":
+      return { verb: "GET", path: rule.pattern.value };
+    case "post":
+      return { verb: "POST", path: rule.pattern.value };
+    case "put":
+      return { verb: "PUT", path: rule.pattern.value };
+    case "delete":
+      return { verb: "DELETE", path: rule.pattern.value };
+    case "patch":
+      return { verb: "PATCH", path: rule.pattern.value };
+    default:
+      throw new InvalidHttpRule(`unsupported http rule pattern ${String(rule.pattern.case)}`);
+  }
+}
+
+/** Reads and validates one method's rule. */
+export function bindRoute(service: DescService, method: DescMethod): RouteBinding | undefined {
+  if (!hasOption(method, http)) return undefined;
+  const where = `${service.typeName}.${method.name}`;
+  const rule = getOption(method, http);
+  if (rule.additionalBindings.length) throw new InvalidHttpRule(`${where}: additional_bindings are not supported`);
+  if (rule.responseBody) throw new InvalidHttpRule(`${where}: response_body is not supported`);
+  const { verb, path } = ruleVerb(rule);
+  if (!path.startsWith("/")) throw new InvalidHttpRule(`${where}: path template must start with '/': ${path}`);
+  const input = method.input;
+  const pathFields: DescField[] = [];
+  const fastifySegs: string[] = [];
+  const reSegs: string[] = [];
+  for (const seg of path.slice(1).split("/")) {
+    const v = /^\{([a-z_][a-z0-9_]*)(?:=\*)?\}$/.exec(seg);
+    if (v) {
+      const f = input.fields.find((x) => x.name === v[1]);
+      if (!f || f.fieldKind !== "scalar") throw new InvalidHttpRule(`${where}: path variable {${v[1]}} is not a scalar field of ${input.typeName}`);
+      if (pathFields.includes(f)) throw new InvalidHttpRule(`${where}: path variable {${v[1]}} bound twice`);
+      pathFields.push(f);
+      fastifySegs.push(`:${f.name}`);
+      reSegs.push("[^/]+");
+    } else if (/^[A-Za-z0-9_.~-]+$/.test(seg)) {
+      fastifySegs.push(seg);
+      reSegs.push(seg.replace(/\./g, "\\."));
+    } else throw new InvalidHttpRule(`${where}: unsupported path segment '${seg}' in ${path}`);
+  }
+  let body: RouteBinding["body"] = "";
+  if (rule.body === "*") body = "*";
+  else if (rule.body) {
+    const f = input.fields.find((x) => x.name === rule.body);
+    if (!f) throw new InvalidHttpRule(`${where}: body field '${rule.body}' not in ${input.typeName}`);
+    body = f;
+  }
+  if ((verb === "GET" || verb === "DELETE") && body) throw new InvalidHttpRule(`${where}: ${verb} cannot carry a body`);
+  const headerFields: RouteBinding["headerFields"] = [];
+  const queryFields = new Map<string, DescField>();
+  for (const f of input.fields) {
+    if (hasOption(f, http_header)) {
+      headerFields.push({ header: getOption(f, http_header).toLowerCase(), field: f });
+      continue;
+    }
+    if (pathFields.includes(f) || body === "*" || body === f) continue;
+    if (f.fieldKind === "message" || f.fieldKind === "map")
+      throw new InvalidHttpRule(`${where}: field ${f.name} cannot be a query parameter; bind it to the body`);
+    queryFields.set(f.name, f);
+  }
+  const multipart = multipartShapes[`${service.typeName}.${method.name}`];
+  if (method.methodKind === "client_streaming" && !multipart)
+    throw new InvalidHttpRule(`${where}: a client-streaming RPC needs a declared multipart shape`);
+  if (multipart) {
+    for (const name of [multipart.chunk, multipart.filename].filter(Boolean) as string[])
+      if (!input.fields.some((f) => f.name === name)) throw new InvalidHttpRule(`${where}: multipart field '${name}' not in ${input.typeName}`);
+  }
+  if (method.methodKind === "server_streaming" && method.output.typeName !== "google.api.HttpBody")
+    throw new InvalidHttpRule(`${where}: server streaming over REST needs google.api.HttpBody`);
+  if (method.methodKind === "bidi_streaming") throw new InvalidHttpRule(`${where}: bidi streaming has no REST form`);
+  return {
+    service,
+    method,
+    verb,
+    template: path,
+    fastifyPath: "/" + fastifySegs.join("/"),
+    pattern: new RegExp("^/" + reSegs.join("/") + "$"),
+    pathFields,
+    body,
+    queryFields,
+    headerFields,
+    multipart,
+  };
+}
+
+/** HandlerContext for a REST call. Cheap: the abort signal is only built if a handler asks. */
+class RestContext implements HandlerContext {
+  readonly responseHeader = new Headers();
+  readonly responseTrailer = new Headers();
+  readonly values = createContextValues();
+  readonly protocolName = "rest";
+  private controller: AbortController | undefined;
+  constructor(
+    readonly service: DescService,
+    readonly method: DescMethod,
+    readonly requestMethod: string,
+    readonly url: string,
+    readonly requestHeader: Headers,
+    private readonly raw: FastifyRequest["raw"],
+  ) {}
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      const c = (this.controller = new AbortController());
+      this.raw.once("close", () => c.abort());
+    }
+    return this.controller.signal;
+  }
+  timeoutMs = () => undefined;
+}
+
+function buildInit(b: RouteBinding, req: FastifyRequest): Record<string, unknown> {
+  const init: Record<string, unknown> = {};
+  const params = req.params as Record<string, string>;
+  for (const f of b.pathFields) init[f.localName] = decodeStringValue(f, params[f.name], f.name);
+  const query = req.query as Record<string, string | string[]>;
+  for (const key of Object.keys(query)) {
+    const f = b.queryFields.get(key);
+    if (!f) throw new ApiError(400, `Unrecognized query parameter: ${key}`, { param: key, code: "unknown_parameter" });
+    const raw = query[key];
+    if (f.fieldKind === "list") init[f.localName] = (Array.isArray(raw) ? raw : [raw]).map((r) => decodeStringValue(f, r, key));
+    else {
+      if (Array.isArray(raw)) throw new ApiError(400, `Query parameter '${key}' was given more than once.`, { param: key, code: "invalid_value" });
+      init[f.localName] = decodeStringValue(f, raw, key);
+    }
+  }
+  for (const { header, field } of b.headerFields) {
+    const v = req.headers[header];
+    if (typeof v === "string") init[field.localName] = v;
+  }
+  return init;
+}
+
+function mergeBody(b: RouteBinding, init: Record<string, unknown>, body: unknown) {
+  if (b.body === "" || body === undefined) return;
+  if (b.body === "*") {
+    const fromBody = fromRestJson(b.method.input, body);
+    for (const f of b.pathFields)
+      if (f.localName in fromBody && fromBody[f.localName] !== init[f.localName])
+        throw new ApiError(400, `'${f.name}' is given by the path; do not repeat it in the body.`, { param: f.name });
+    Object.assign(init, fromBody, pickPath(b, init));
+  } else {
+    const f = b.body;
+    if (f.fieldKind !== "message") throw new ApiError(400, "Unsupported body binding.");
+    init[f.localName] = create(f.message, fromRestJson(f.message, body, f.name) as any);
+  }
+}
+
+function pickPath(b: RouteBinding, init: Record<string, unknown>) {
+  const out: Record<string, unknown> = {};
+  for (const f of b.pathFields) out[f.localName] = init[f.localName];
+  return out;
+}
+
+function sendError(reply: FastifyReply, err: unknown) {
+  const { status, body, headers } = toRestError(err);
+  if (status >= 500) reply.log.error({ err }, "request failed");
+  reply.code(status).headers(headers).type("application/json").send(body);
+}
+
+function copyResponseHeaders(ctx: RestContext, reply: FastifyReply) {
+  ctx.responseHeader.forEach((v, k) => reply.header(k, v));
+}
+
+async function handleUnary(b: RouteBinding, impl: Function, req: FastifyRequest, reply: FastifyReply, ctx: RestContext) {
+  const init = buildInit(b, req);
+  mergeBody(b, init, req.body);
+  const res = await impl(create(b.method.input, init as any), ctx);
+  copyResponseHeaders(ctx, reply);
+  const msg = res.$typeName ? res : create(b.method.output, res);
+  reply.type("application/json").send(toRestJson(b.method.output, msg));
+}
+
+async function handleClientStream(b: RouteBinding, impl: Function, req: FastifyRequest, reply: FastifyReply, ctx: RestContext) {
+  const init = buildInit(b, req);
+  let messages: AsyncIterable<unknown>;
+  if (isMultipart(req.headers["content-type"])) {
+    messages = multipartMessages(req.raw as unknown as Readable, req.headers, b.method.input, b.multipart!, init);
+  } else {
+    throw new ApiError(415, `This endpoint takes multipart/form-data with the content in '${b.multipart!.file}'.`, {
+      code: "unsupported_content_type",
+    });
+  }
+  const res = await impl(messages, ctx);
+  copyResponseHeaders(ctx, reply);
+  const msg = res.$typeName ? res : create(b.method.output, res);
+  reply.type("application/json").send(toRestJson(b.method.output, msg));
+}
+
+async function handleDownload(b: RouteBinding, impl: Function, req: FastifyRequest, reply: FastifyReply, ctx: RestContext) {
+  const init = buildInit(b, req);
+  mergeBody(b, init, req.body);
+  const it: AsyncIterator<any> = impl(create(b.method.input, init as any), ctx)[Symbol.asyncIterator]();
+  // The first chunk decides the status and headers; errors before it are ordinary error responses.
+  const first = await it.next();
+  copyResponseHeaders(ctx, reply);
+  let status = 200;
+  if (!first.done) {
+    const head = first.value;
+    reply.header("content-type", head.contentType || "application/octet-stream");
+    for (const ext of head.extensions ?? []) {
+      const range = anyUnpack(ext, ContentRangeSchema);
+      if (!range) continue;
+      reply.header("accept-ranges", "bytes");
+      if (range.partial) {
+        status = 206;
+        reply.header("content-range", `bytes ${range.start}-${range.end}/${range.size}`);
+        reply.header("content-length", String(Number(range.end - range.start) + 1));
+      } else reply.header("content-length", String(Number(range.size)));
+    }
+  }
+  async function* body() {
+    if (first.done) return;
+    if (first.value.data?.length) yield first.value.data;
+    for (;;) {
+      const n = await it.next();
+      if (n.done) return;
+      if (n.value.data?.length) yield n.value.data;
+    }
+  }
+  const stream = Readable.from(body(), { objectMode: false, highWaterMark: 1 << 20 });
+  stream.on("close", () => void it.return?.());
+  reply.code(status).send(stream);
+}
+
+export interface TranscoderOptions {
+  services: RegisteredService[];
+  /** The value of Fastify's bodyLimit for JSON bodies. */
+  jsonBodyLimit: number;
+}
+
+/** Registers every annotated RPC as a REST route inside `scope` (a Fastify plugin context). */
+export function registerRestRoutes(scope: FastifyInstance, opts: TranscoderOptions): RouteBinding[] {
+  const bindings: RouteBinding[] = [];
+  const seen = new Map<string, string>();
+  for (const { desc, impl } of opts.services) {
+    for (const method of desc.methods) {
+      const b = bindRoute(desc, method);
+      if (!b) continue;
+      const key = `${b.verb} ${b.fastifyPath.replace(/:[a-z_0-9]+/g, ":")}`;
+      if (seen.has(key)) throw new InvalidHttpRule(`${desc.typeName}.${method.name}: ${b.verb} ${b.template} clashes with ${seen.get(key)}`);
+      seen.set(key, `${desc.typeName}.${method.name}`);
+      const fn = impl[method.localName];
+      if (typeof fn !== "function") throw new InvalidHttpRule(`${desc.typeName}.${method.name}: no implementation`);
+      const handler =
+        method.methodKind === "client_streaming" ? handleClientStream : method.methodKind === "server_streaming" ? handleDownload : handleUnary;
+      bindings.push(b);
+      scope.route({
+        method: b.verb,
+        url: b.fastifyPath,
+        handler: async (req, reply) => {
+          const ctx = new RestContext(desc, method, req.method, req.url, new NodeHeaders(req.headers) as unknown as Headers, req.raw);
+          try {
+            await handler(b, fn.bind(impl), req, reply, ctx);
+          } catch (err) {
+            sendError(reply, err);
+          }
+          return reply;
+        },
+      });
+    }
+  }
+  return bindings;
+}
+
+/** For a path no route matched: the methods whose templates do match it (for 405 + Allow). */
+export function allowedMethods(bindings: RouteBinding[], path: string): string[] {
+  const out = new Set<string>();
+  for (const b of bindings) if (b.pattern.test(path)) out.add(b.verb);
+  return [...out];
+}
+
+export { sendError as sendRestError };
