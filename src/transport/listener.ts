@@ -48,9 +48,13 @@ export function createOnePortServer(handler: Handler, tls?: TlsFiles): net.Serve
       socket.removeListener("data", onData);
       socket.pause();
       socket.unshift(seen);
+      // The HTTP/2 session reads the unshifted bytes itself on its next tick; resuming here would
+      // flush them as 'data' events nobody listens to. The HTTP/1.1 parser needs the resume.
       if (isH2) h2.emit("connection", socket);
-      else h1.emit("connection", socket);
-      socket.resume();
+      else {
+        h1.emit("connection", socket);
+        socket.resume();
+      }
     };
     socket.on("data", onData);
     socket.on("error", () => socket.destroy());
