@@ -67,7 +67,7 @@ function collect(ext: string, bytes: number, clean: (s: string) => string): stri
   return Buffer.from(text).subarray(0, bytes).toString("utf8").replace(/\uFFFD$/, "");
 }
 
-const proseText = (bytes: number) =>
+export const proseText = (bytes: number) =>
   collect(".md", bytes, (s) =>
     s
       .replace(/```[\s\S]*?```/g, "")
@@ -76,7 +76,7 @@ const proseText = (bytes: number) =>
       .join("\n"),
   );
 
-const codeText = (bytes: number) =>
+export const codeText = (bytes: number) =>
   collect(".js", bytes, (s) =>
     s
       .split("\n")

@@ -24,6 +24,8 @@ const codeForStatus: Record<number, Code> = {
   409: Code.FailedPrecondition,
   413: Code.ResourceExhausted,
   415: Code.InvalidArgument,
+  416: Code.OutOfRange,
+  431: Code.InvalidArgument,
   429: Code.ResourceExhausted,
   500: Code.Internal,
   501: Code.Unimplemented,
