@@ -5,8 +5,6 @@ import type { AddressInfo } from "node:net";
 import Fastify, { LogController, type FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
 import type { DescService } from "@bufbuild/protobuf";
-import type { ConnectRouter } from "@connectrpc/connect";
-import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import { FilesService } from "../gen/atrium/v1/files_pb.js";
 import { UploadsService } from "../gen/atrium/v1/uploads_pb.js";
 import { ModelsService } from "../gen/atrium/v1/models_pb.js";
@@ -17,6 +15,7 @@ import { Authenticator } from "./auth/authenticate.js";
 import { bootstrap } from "./auth/bootstrap.js";
 import { secureService } from "./auth/secure.js";
 import { createOnePortServer, type TlsFiles } from "./transport/listener.js";
+import { connectPlugin } from "./transport/connect/plugin.js";
 import { API_VERSION, checkRequestHeaders, newRequestId } from "./transport/headers.js";
 import { ApiError, toRestError } from "./transport/errors.js";
 import { allowedMethods, registerRestRoutes, type RegisteredService } from "./transport/rest/transcoder.js";
@@ -58,13 +57,22 @@ function parseJsonBody(body: string): unknown {
   }
 }
 
+/** Public codes for the errors Fastify raises itself (its FST_ERR_* names are internal). */
+function fastifyErrorCode(status: number): string | null {
+  if (status === 413) return "request_too_large";
+  if (status === 415) return "unsupported_content_type";
+  if (status === 400) return "invalid_request";
+  return null;
+}
+
 export async function startServer(cfg: AtriumConfig, opts: StartOptions = {}): Promise<RunningServer> {
   const log = opts.logger ?? pino({ level: cfg.logLevel });
   mkdirSync(cfg.dataDir, { recursive: true });
-  const { records, blobs } = await openStorage(cfg.dataDir);
+  const clock = opts.clock ?? systemClock;
+  // The store hides expired rows by the same clock the services and the sweeper use.
+  const { records, blobs } = await openStorage(cfg.dataDir, { now: () => clock.now() });
   const keys = new KeyStore(records);
   const { generatedAdminKey } = await bootstrap(keys, cfg);
-  const clock = opts.clock ?? systemClock;
   const deps: ServiceDeps = { records, blobs, keys, clock, log };
   const auth = new Authenticator(keys);
 
@@ -118,7 +126,7 @@ export async function startServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   app.setErrorHandler((err, _req, reply) => {
     // Fastify's own errors (body too large, bad content length, ...) carry a statusCode.
     const status = (err as { statusCode?: number }).statusCode;
-    const e = err instanceof ApiError ? err : status && status < 500 ? new ApiError(status, (err as Error).message, { code: (err as any).code?.toLowerCase?.() ?? null }) : err;
+    const e = err instanceof ApiError ? err : status && status < 500 ? new ApiError(status, (err as Error).message, { code: fastifyErrorCode(status) }) : err;
     const { status: s, body, headers } = toRestError(e);
     if (s >= 500) reply.log.error({ err }, "request failed");
     reply.code(s).headers(headers).type("application/json").send(body);
@@ -127,11 +135,8 @@ export async function startServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   app.get("/healthz", async () => ({ status: "ok" }));
 
   // Connect, gRPC and gRPC-Web: their own scope, since the plugin installs its own body parsers.
-  await app.register(fastifyConnectPlugin, {
-    routes: (router: ConnectRouter) => {
-      for (const s of services) router.service(s.desc, s.impl as any);
-    },
-  });
+  // Stock connect-fastify, with unary Connect calls on the lean path (src/transport/connect/).
+  await app.register(connectPlugin, { services });
 
   let bindings: ReturnType<typeof registerRestRoutes> = [];
   await app.register(async (scope) => {

@@ -154,15 +154,15 @@ export class Uploads {
     const seen = new Set<string>();
     const parts: PartRecord[] = [];
     for (const [i, pid] of partIds.entries()) {
-      if (seen.has(pid)) throw invalidParam(`part_ids[${i}]`, `Part '${pid}' is listed more than once.`);
+      if (seen.has(pid)) throw invalidParam(`part_ids[${i}]`, `Invalid 'part_ids[${i}]': part '${pid}' is listed more than once.`);
       seen.add(pid);
       const p = await this.parts.get(scope, pid);
-      if (!p || p.data.uploadId !== uploadId) throw invalidParam(`part_ids[${i}]`, `No such part '${pid}' in upload ${uploadId}.`, "invalid_part");
+      if (!p || p.data.uploadId !== uploadId) throw invalidParam(`part_ids[${i}]`, `Invalid 'part_ids[${i}]': no such part '${pid}' in upload ${uploadId}.`, "invalid_part");
       parts.push(p.data);
     }
     const total = parts.reduce((n, p) => n + p.bytes, 0);
     if (total !== upload.bytes)
-      throw invalidParam("part_ids", `The parts add up to ${total} bytes, but the upload was created with bytes=${upload.bytes}.`, "bytes_mismatch");
+      throw invalidParam("part_ids", `The parts listed in 'part_ids' add up to ${total} bytes, but the upload was created with bytes=${upload.bytes}.`, "bytes_mismatch");
     if (md5 !== undefined && !/^[0-9a-fA-F]{32}$/.test(md5)) throw invalidParam("md5", "Invalid 'md5': expected 32 hexadecimal characters.");
     const fileId = newFileId();
     const info = await this.deps.blobs.concat(fileId, parts.map((p) => p.id));

@@ -72,6 +72,11 @@ function setPath(desc: DescMessage, init: Record<string, unknown>, formName: str
   }
 }
 
+function malformed(e: unknown): ApiError {
+  if (e instanceof ApiError) return e;
+  return new ApiError(400, `Malformed multipart/form-data request: ${(e as Error)?.message ?? e}`, { code: "invalid_multipart" });
+}
+
 export function isMultipart(contentType: string | undefined): boolean {
   return !!contentType && contentType.toLowerCase().startsWith("multipart/form-data");
 }
@@ -90,17 +95,46 @@ export async function* multipartMessages(
 ): AsyncGenerator<any> {
   let bb: busboy.Busboy;
   try {
-    bb = busboy({ headers, highWaterMark: 1 << 20, fileHwm: 1 << 20, limits: { fieldSize: 64 * 1024, fields: 64, files: 1, parts: 80 } });
+    // defParamCharset: browsers, undici's FormData and the official SDKs send the filename as raw
+    // UTF-8 in Content-Disposition; busboy's default (latin1) would turn "résumé" into mojibake.
+    bb = busboy({
+      headers,
+      highWaterMark: 1 << 20,
+      fileHwm: 1 << 20,
+      defParamCharset: "utf8",
+      limits: { fieldSize: 64 * 1024, fields: 64, files: 1, parts: 80 },
+    });
   } catch (e) {
     throw new ApiError(400, `Malformed multipart/form-data request: ${(e as Error).message}`, { code: "invalid_multipart" });
   }
   const q = new EventQueue();
   let sawFile = false;
+  let current: Readable | undefined;
+  let formClosed = false;
   bb.on("field", (name, value, info) => q.push({ kind: "field", name, value, truncated: info.valueTruncated }));
-  bb.on("file", (name, stream, info) => q.push({ kind: "file", name, stream, filename: info.filename ?? "" }));
+  bb.on("file", (name, stream, info) => {
+    current = stream;
+    // busboy can fail the file stream in the same tick it hands it over (a body that ends inside
+    // the file part); without a listener that error would be an uncaught exception. The consumer
+    // still sees it: the stream is destroyed, so iterating it throws.
+    stream.on("error", () => {});
+    q.push({ kind: "file", name, stream, filename: info.filename ?? "" });
+  });
   bb.on("filesLimit", () => q.push({ kind: "error", error: new ApiError(400, "Only one file part is accepted.", { param: shape.file }) }));
-  bb.on("close", () => q.push({ kind: "end" }));
-  bb.on("error", (e) => q.push({ kind: "error", error: new ApiError(400, `Malformed multipart/form-data request: ${(e as Error).message}`, { code: "invalid_multipart" }) }));
+  bb.on("close", () => {
+    formClosed = true;
+    q.push({ kind: "end" });
+  });
+  bb.on("error", (e) => q.push({ kind: "error", error: malformed(e) }));
+  // A client that goes away mid-body never ends the form: fail the stream being read and the
+  // queue, so the handler stops and removes its temp file instead of waiting forever.
+  const onClose = () => {
+    if (formClosed || (body as Readable & { complete?: boolean }).complete) return;
+    const error = new ApiError(400, "The request body was cut off before the multipart form was complete.", { code: "invalid_multipart" });
+    current?.destroy(error);
+    q.push({ kind: "error", error });
+  };
+  body.once("close", onClose);
   body.pipe(bb);
   let pending: Record<string, unknown> = { ...pathParams };
   let hasPending = true;
@@ -125,12 +159,18 @@ export async function* multipartMessages(
       yield create(desc, pending as any);
       pending = {};
       hasPending = false;
-      for await (const chunk of ev.stream) yield create(desc, { [shape.chunk]: chunk } as any);
+      try {
+        for await (const chunk of ev.stream) yield create(desc, { [shape.chunk]: chunk } as any);
+      } catch (e) {
+        // Errors of the form itself ("Unexpected end of form") are the caller's: a 400.
+        throw malformed(e);
+      }
     }
     if (!sawFile) throw new ApiError(400, `Missing required parameter: '${shape.file}'.`, { param: shape.file, code: "missing_required_parameter" });
     if (hasPending) yield create(desc, pending as any);
     done = true;
   } finally {
+    body.removeListener("close", onClose);
     if (!done) {
       // The handler stopped early (an error): drop the rest of the body without parsing it.
       body.unpipe(bb);
