@@ -224,7 +224,7 @@ async function worker(c: Candidate, enc: Enc, runs: number, bytes: number): Prom
       req.push(performance.now() - t0);
     }
     result.request = { rawMs: median(raw), requestMs: median(req), ratio: median(raw) / median(req) };
-    result.cacheEntries = e.cache.size;
+    result.cacheEntries = e.cache?.size ?? 0;
   }
   process.stdout.write("RESULT " + JSON.stringify(result) + "\n");
 }
@@ -265,11 +265,11 @@ async function main(): Promise<void> {
     console.log(`\n== ${enc} ==`);
     const best: Record<string, number> = {};
     for (const k of KINDS) best[k] = Math.max(...rows.map((r) => r[k].mbps));
-    const head = ["candidate".padEnd(14), ...KINDS.map((k) => `${k} MB/s (×best)`.padStart(24)), "RSS load→end MB".padStart(18)];
+    const head = ["candidate".padEnd(14), ...KINDS.map((k) => `${k} MB/s (×best)`.padStart(24)), "RSS start→load→end MB".padStart(22)];
     console.log(head.join(" "));
     for (const r of rows) {
       const cells = KINDS.map((k) => `${r[k].mbps.toFixed(2)} (${(r[k].mbps / best[k]!).toFixed(2)})`.padStart(24));
-      console.log([String(r.candidate).padEnd(14), ...cells, `${r.rssLoaded.toFixed(0)}→${r.rssEnd.toFixed(0)}`.padStart(18)].join(" "));
+      console.log([String(r.candidate).padEnd(14), ...cells, `${r.rssStart.toFixed(0)}→${r.rssLoaded.toFixed(0)}→${r.rssEnd.toFixed(0)}`.padStart(22)].join(" "));
     }
     const tokens = KINDS.map((k) => `${k}: ${[...new Set(rows.map((r) => r[k].tokens))].join("/")}`);
     console.log(`token counts (one value per text = all candidates agree): ${tokens.join(", ")}`);

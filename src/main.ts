@@ -1,6 +1,7 @@
 // `npm start`: read the environment, start the server, print where it listens.
 import { ConfigError, configFromEnv } from "./config.js";
 import { startServer } from "./server.js";
+import { warmUpTokenizer } from "./engines/tokenizer/index.js";
 
 async function main() {
   const cfg = configFromEnv();
@@ -13,6 +14,8 @@ async function main() {
     );
   }
   server.app.log.info({ url: server.url, dataDir: cfg.dataDir }, `Atrium listening on ${server.url} (REST at ${server.url}/v1, Connect, gRPC-Web and gRPC on the same port)`);
+  // Build the BPE rank tables now rather than on the first token-counting request.
+  warmUpTokenizer();
   const stop = async (signal: string) => {
     server.app.log.info({ signal }, "shutting down");
     await server.close();

@@ -139,23 +139,34 @@ export class RankTable {
     }
     const tb = this.tokenBytes;
     const ts = this.tokenStart;
-    const found: number[] = [];
+    let found = new Int32Array(3 << 19);
+    let nf = 0;
     for (let r = 0; r < this.size; r++) {
       const s = ts[r]!;
       const e = ts[r + 1]!;
+      // prefix hash grows one byte at a time (FNV-1a is incremental)
+      let hp = 0x811c9dc5;
       for (let k = s + 1; k < e; k++) {
-        const a = this.rank(tb, s, k);
+        hp = Math.imul(hp ^ tb[k - 1]!, 0x01000193);
+        const a = this.rankWithHash(tb, s, k, hp | 0);
         if (a < 0) continue;
         const b = this.rank(tb, k, e);
         if (b < 0) continue;
-        found.push(a, b, r);
+        if (nf + 3 > found.length) {
+          const bigger = new Int32Array(found.length * 2);
+          bigger.set(found);
+          found = bigger;
+        }
+        found[nf++] = a;
+        found[nf++] = b;
+        found[nf++] = r;
       }
     }
     let cap = 1;
-    while (cap < (found.length / 3) * 2) cap <<= 1;
+    while (cap < (nf / 3) * 2) cap <<= 1;
     this.pairMask = cap - 1;
     const slots = new Int32Array(cap * 3);
-    for (let f = 0; f < found.length; f += 3) {
+    for (let f = 0; f < nf; f += 3) {
       const a = found[f]!;
       const b = found[f + 1]!;
       let i = pairHash(a, b) & this.pairMask;
