@@ -30,6 +30,9 @@ export interface AtriumConfig {
   adminKey?: string;
   file: FileConfig;
   logLevel: string;
+  /** Fetching caller-supplied URLs (token counting's image_url / file_url). */
+  fetchTimeoutMs: number;
+  fetchAllowPrivate: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -66,6 +69,21 @@ function loadFile(path: string | undefined): FileConfig {
   return cfg;
 }
 
+function positiveInt(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return dflt;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`${name} must be a positive integer, got '${raw}'`);
+  return n;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = (env[name] ?? "").toLowerCase();
+  if (raw === "" || raw === "0" || raw === "false" || raw === "no") return false;
+  if (raw === "1" || raw === "true" || raw === "yes") return true;
+  throw new ConfigError(`${name} must be true or false, got '${env[name]}'`);
+}
+
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): AtriumConfig {
   const port = Number(env.ATRIUM_PORT ?? 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`ATRIUM_PORT must be a port number, got '${env.ATRIUM_PORT}'`);
@@ -80,5 +98,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): AtriumConfi
     adminKey: env.ATRIUM_ADMIN_KEY || undefined,
     file: loadFile(env.ATRIUM_CONFIG),
     logLevel: env.ATRIUM_LOG_LEVEL ?? "info",
+    fetchTimeoutMs: positiveInt(env, "ATRIUM_FETCH_TIMEOUT_MS", 10_000),
+    fetchAllowPrivate: flag(env, "ATRIUM_FETCH_ALLOW_PRIVATE"),
   };
 }

@@ -8,6 +8,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { FilesService } from "../gen/atrium/v1/files_pb.js";
 import { UploadsService } from "../gen/atrium/v1/uploads_pb.js";
 import { ModelsService } from "../gen/atrium/v1/models_pb.js";
+import { ResponsesService } from "../gen/atrium/v1/responses_pb.js";
 import type { AtriumConfig } from "./config.js";
 import { openStorage } from "./storage/index.js";
 import { KeyStore } from "./auth/keys.js";
@@ -26,6 +27,7 @@ import { FILE_KIND } from "./services/files/files.js";
 import { createUploadsService } from "./services/uploads/handler.js";
 import { Uploads, UPLOAD_TIMER } from "./services/uploads/uploads.js";
 import { createModelsService } from "./services/models/handler.js";
+import { createResponsesService } from "./services/responses/handler.js";
 
 export const JSON_BODY_LIMIT = 32 * 1024 * 1024;
 
@@ -81,6 +83,7 @@ export async function startServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     { desc: FilesService, impl: createFilesService(deps) },
     { desc: UploadsService, impl: createUploadsService(deps, uploads) },
     { desc: ModelsService, impl: createModelsService(deps) },
+    { desc: ResponsesService, impl: createResponsesService(deps, { fetch: { timeoutMs: cfg.fetchTimeoutMs, allowPrivate: cfg.fetchAllowPrivate } }) },
   ];
   const services: RegisteredService[] = plain.map(({ desc, impl }) => ({ desc, impl: secureService(desc, impl, auth) }));
 

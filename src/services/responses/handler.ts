@@ -7,7 +7,8 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ResponsesService, type CountInputTokensRequest } from "../../../gen/atrium/v1/responses_pb.js";
 import { scopeOf } from "../../auth/principal.js";
-import { countInputTokens, defaultFetchImage, InputTokensError } from "../../engines/tokenizer/index.js";
+import { countInputTokens, InputTokensError } from "../../engines/tokenizer/index.js";
+import { fetchUrl, type FetchPolicy } from "./fetch-url.js";
 import type { Scope } from "../../storage/types.js";
 import { ApiError, missingParam } from "../../transport/errors.js";
 import type { ServiceDeps } from "../deps.js";
@@ -37,13 +38,27 @@ function requestJson(req: CountInputTokensRequest): Record<string, unknown> {
   return body;
 }
 
-export function createResponsesService(deps: ServiceDeps): ServiceImpl<typeof ResponsesService> {
-  const files = new Files(deps);
+export interface ResponsesOptions {
+  /** How image_url / file_url are fetched (timeout, size cap, private addresses). */
+  fetch?: Partial<FetchPolicy>;
+}
 
+export function createResponsesService(deps: ServiceDeps, opts: ResponsesOptions = {}): ServiceImpl<typeof ResponsesService> {
+  const files = new Files(deps);
+  const policy: FetchPolicy = { timeoutMs: 10_000, maxBytes: MAX_INPUT_FILE_BYTES, allowPrivate: false, ...opts.fetch };
+
+  // Errors carry param "" so that the engine names the field that held the id
+  // (input[0].content[1].file_id), not a bare "file_id".
   async function readFile(scope: Scope, fileId: string) {
-    const rec = (await files.get(scope, fileId, "file_id")).data;
+    let rec;
+    try {
+      rec = (await files.get(scope, fileId, "file_id")).data;
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) throw new InputTokensError(404, "", e.message, e.errorCode ?? undefined, { cause: e });
+      throw e;
+    }
     if (rec.bytes > MAX_INPUT_FILE_BYTES)
-      throw new ApiError(413, `File ${fileId} is ${rec.bytes} bytes; at most ${MAX_INPUT_FILE_BYTES} can be counted.`, { param: "file_id", code: "file_too_large" });
+      throw new InputTokensError(413, "", `File ${fileId} is ${rec.bytes} bytes; at most ${MAX_INPUT_FILE_BYTES} can be counted.`, "file_too_large");
     const chunks: Buffer[] = [];
     for await (const c of deps.blobs.get(rec.id)) chunks.push(c as Buffer);
     return { bytes: new Uint8Array(Buffer.concat(chunks)), filename: rec.filename };
@@ -60,7 +75,7 @@ export function createResponsesService(deps: ServiceDeps): ServiceImpl<typeof Re
         const result = await countInputTokens(
           requestJson(req),
           {
-            fetchImage: (url) => defaultFetchImage(url, { maxBytes: MAX_INPUT_FILE_BYTES }),
+            fetchImage: (url) => fetchUrl(url, policy),
             readFile: (id) => readFile(scope, id),
           },
           { maxImageBytes: MAX_INPUT_FILE_BYTES, maxFileBytes: MAX_INPUT_FILE_BYTES },

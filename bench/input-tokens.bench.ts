@@ -1,0 +1,142 @@
+/**
+ * POST /v1/responses/input_tokens throughput against the raw tokenizer, measured in the same run.
+ *
+ *   node --import tsx bench/input-tokens.bench.ts [--mb 1] [--runs 5] [--warmup 2]
+ *
+ * The server is Atrium's own `startServer` (src/server.ts) started IN PROCESS (temp data dir, one
+ * API key, log level silent), so the figure is the TypeScript sources as they are now, not a
+ * possibly stale `dist/`. Client and server share one thread: each request's time includes the
+ * client's JSON.stringify and fetch as well as the server's JSON parse, the REST → proto decode
+ * (google.protobuf.Value), the proto → JSON round trip in the handler and the count itself. That
+ * is the conservative way round (a separate client process would hide the client's share).
+ *
+ * Text: ~1 MB of English prose (the Markdown under node_modules, as bench/tokenizer.bench.ts
+ * builds it), sent as one user message to gpt-4o (o200k_base). Baseline: getEncoding("o200k_base")
+ * .countTokens on the same string. One warm-up of the raw count and `--warmup` requests first
+ * (JIT, piece cache, keep-alive connection), then `--runs` rounds, each timing one raw count and
+ * one request back to back so that machine drift hits both alike; medians are compared.
+ * Target (from the issue): endpoint ≥ 0.8× the raw tokenizer's MB/s.
+ *
+ * `main(options)` returns the figures, so bench/run.ts can call it.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import pino from "pino";
+import { configFromEnv } from "../src/config.js";
+import { startServer } from "../src/server.js";
+import { getEncoding } from "../src/engines/tokenizer/index.js";
+import { proseText } from "./tokenizer.bench.js";
+
+export interface InputTokensBenchOptions {
+  /** Size of the input text in MB (10^6 bytes of UTF-8). */
+  mb?: number;
+  /** Timed rounds (one raw count + one request each). */
+  runs?: number;
+  /** Untimed requests before the rounds. */
+  warmup?: number;
+  /** Print the result lines (default true). */
+  print?: boolean;
+}
+
+export interface InputTokensBenchResult {
+  bytes: number;
+  tokens: number;
+  rawMs: number;
+  endpointMs: number;
+  rawMBps: number;
+  endpointMBps: number;
+  /** endpointMBps / rawMBps (wall-clock medians): the figure the target applies to. */
+  ratio: number;
+  /** The same ratio from the process's CPU time (user + system) per round: less sensitive to
+   *  other processes on a shared machine, though it also counts GC helper threads. */
+  cpuRatio: number;
+  loadAvg: number;
+  target: number;
+  pass: boolean;
+}
+
+const TARGET = 0.8;
+const KEY = "sk-atrium-bench-input-tokens-0001";
+const median = (a: number[]) => {
+  const s = [...a].sort((x, y) => x - y);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+export async function main(options: InputTokensBenchOptions = {}): Promise<InputTokensBenchResult> {
+  const { mb = 1, runs = 11, warmup = 3, print = true } = options;
+  const text = proseText(Math.round(mb * 1e6));
+  const bytes = Buffer.byteLength(text);
+  const enc = getEncoding("o200k_base");
+  const body = JSON.stringify({ model: "gpt-4o", input: [{ role: "user", content: text }] });
+
+  const dataDir = mkdtempSync(join(tmpdir(), "atrium-bench-input-tokens-"));
+  const server = await startServer(
+    configFromEnv({ ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: "0", ATRIUM_DATA_DIR: dataDir, ATRIUM_API_KEY: KEY }),
+    { logger: pino({ level: "silent" }) },
+  );
+  const url = `${server.url}/v1/responses/input_tokens`;
+  const request = async (): Promise<number> => {
+    const res = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" }, body });
+    const json = (await res.json()) as { object?: string; input_tokens?: number };
+    if (res.status !== 200 || json.object !== "response.input_tokens") throw new Error(`POST ${url}: ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
+    return json.input_tokens!;
+  };
+
+  try {
+    const tokens = enc.countTokens(text);
+    for (let i = 0; i < warmup; i++) {
+      const n = await request();
+      // One user message: 3 + enc("user") + text + 3 reply priming. A wrong count is a failed bench.
+      if (n !== tokens + 7) throw new Error(`endpoint counted ${n}, raw tokenizer ${tokens} (+7 message frame expected)`);
+    }
+    const raw: number[] = [];
+    const endpoint: number[] = [];
+    const rawCpu: number[] = [];
+    const endpointCpu: number[] = [];
+    const cpuMs = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000;
+    for (let i = 0; i < runs; i++) {
+      let c = process.cpuUsage();
+      let t = performance.now();
+      if (enc.countTokens(text) !== tokens) throw new Error("raw count changed between runs");
+      raw.push(performance.now() - t);
+      rawCpu.push(cpuMs(process.cpuUsage(c)));
+      c = process.cpuUsage();
+      t = performance.now();
+      if ((await request()) !== tokens + 7) throw new Error("endpoint count changed between runs");
+      endpoint.push(performance.now() - t);
+      endpointCpu.push(cpuMs(process.cpuUsage(c)));
+    }
+    const rawMs = median(raw);
+    const endpointMs = median(endpoint);
+    const rawMBps = bytes / 1e6 / (rawMs / 1000);
+    const endpointMBps = bytes / 1e6 / (endpointMs / 1000);
+    const ratio = endpointMBps / rawMBps;
+    const cpuRatio = median(rawCpu) / median(endpointCpu);
+    const loadAvg = loadavg()[0]!;
+    const result: InputTokensBenchResult = { bytes, tokens, rawMs, endpointMs, rawMBps, endpointMBps, ratio, cpuRatio, loadAvg, target: TARGET, pass: ratio >= TARGET };
+    if (print) {
+      console.log(`input_tokens bench: ${(bytes / 1e6).toFixed(2)} MB prose, ${tokens} tokens (o200k_base, gpt-4o), median of ${runs} after ${warmup} warm-up requests; server in process`);
+      console.log(`  raw tokenizer  getEncoding("o200k_base").countTokens  ${rawMs.toFixed(1)} ms  ${rawMBps.toFixed(2)} MB/s   (runs: ${raw.map((x) => x.toFixed(0)).join(", ")} ms)`);
+      console.log(`  endpoint       POST /v1/responses/input_tokens        ${endpointMs.toFixed(1)} ms  ${endpointMBps.toFixed(2)} MB/s   (runs: ${endpoint.map((x) => x.toFixed(0)).join(", ")} ms)`);
+      console.log(`  CPU time per round (median): raw ${median(rawCpu).toFixed(1)} ms, endpoint ${median(endpointCpu).toFixed(1)} ms → ${cpuRatio.toFixed(2)}×; load average ${loadAvg.toFixed(2)} on ${cpus().length} CPUs`);
+      console.log(`  ratio endpoint/raw = ${ratio.toFixed(2)}× (target ≥ ${TARGET}×): ${result.pass ? "MET" : "NOT MET"}`);
+    }
+    return result;
+  } finally {
+    await server.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function arg(name: string): number | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 && process.argv[i + 1] !== undefined ? Number(process.argv[i + 1]) : undefined;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
+  const r = await main({ mb: arg("--mb"), runs: arg("--runs"), warmup: arg("--warmup") });
+  process.exitCode = r.pass ? 0 : 1;
+}

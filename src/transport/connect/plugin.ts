@@ -1,0 +1,78 @@
+// Connect, gRPC and gRPC-Web for Fastify: the stock @connectrpc/connect-fastify plugin serves
+// every RPC, and an onRoute hook puts the lean unary handler (lean-unary.ts) in front of each
+// unary route it registers. A request the lean path does not take (see leanFormat) reaches the
+// stock handler untouched, so streaming, gRPC, gRPC-Web, Connect GET and compressed requests
+// behave exactly as stock.
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from "fastify";
+import type { DescMethod, DescService } from "@bufbuild/protobuf";
+import type { ConnectRouter, ConnectRouterOptions, ContextValues } from "@connectrpc/connect";
+import { createMethodUrl, validateUniversalHandlerOptions } from "@connectrpc/connect/protocol";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
+import { createLeanUnaryHandler, leanFormat, LeanFormat, type LeanUnaryOptions } from "./lean-unary.js";
+
+export interface ConnectService {
+  desc: DescService;
+  impl: Record<string, (...args: any[]) => any>;
+}
+
+export interface ConnectPluginOptions extends ConnectRouterOptions {
+  /** The services to serve: the same implementations the REST transcoder calls. */
+  services: ConnectService[];
+  /** Serve unary Connect calls on the lean path (default true). */
+  lean?: boolean;
+  /** As in connect-fastify: context values for each request. */
+  contextValues?: (req: FastifyRequest) => ContextValues;
+  shutdownTimeoutMs?: number;
+  shutdownError?: unknown;
+}
+
+/** The onRoute hook that fronts each unary Connect route with the lean handler. */
+export function leanUnaryRoutes(services: ConnectService[], options: ConnectPluginOptions) {
+  const base = validateUniversalHandlerOptions(options);
+  const opt: LeanUnaryOptions = {
+    // connect-fastify's default, so both paths negotiate the same response compressions.
+    acceptCompression: options.acceptCompression ? [...options.acceptCompression] : [compressionGzip, compressionBrotli],
+    compressMinBytes: base.compressMinBytes,
+    readMaxBytes: base.readMaxBytes,
+    writeMaxBytes: base.writeMaxBytes,
+    maxTimeoutMs: base.maxTimeoutMs,
+    jsonOptions: options.jsonOptions,
+    binaryOptions: options.binaryOptions,
+    shutdownSignal: options.shutdownSignal,
+    contextValues: options.contextValues,
+  };
+  const byPath = new Map<string, { service: DescService; method: DescMethod & { methodKind: "unary" }; impl: (...a: any[]) => any }>();
+  for (const { desc, impl } of services)
+    for (const method of desc.methods) {
+      const fn = impl[method.localName];
+      if (method.methodKind !== "unary" || typeof fn !== "function") continue;
+      byPath.set(createMethodUrl("/", method), { service: desc, method: method as DescMethod & { methodKind: "unary" }, impl: fn.bind(impl) });
+    }
+  return function onRoute(route: RouteOptions) {
+    const entry = byPath.get(route.url);
+    if (!entry) return;
+    const stock = route.handler;
+    const lean = createLeanUnaryHandler(entry.service, entry.method, entry.impl, opt);
+    route.handler = function connectUnary(this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) {
+      if (req.raw.method === "POST") {
+        const format = leanFormat(req.raw.headers);
+        if (format !== LeanFormat.None) return lean(req, reply, format);
+      }
+      return stock.call(this, req, reply);
+    };
+  };
+}
+
+/** Register with `app.register(connectPlugin, { services })`. */
+export async function connectPlugin(scope: FastifyInstance, opts: ConnectPluginOptions) {
+  const { services, lean = true, ...connectOptions } = opts;
+  // Interceptors run inside the stock pipeline only; with any configured, keep every call there.
+  if (lean && !connectOptions.interceptors?.length) scope.addHook("onRoute", leanUnaryRoutes(services, connectOptions as ConnectPluginOptions));
+  await scope.register(fastifyConnectPlugin, {
+    ...connectOptions,
+    routes: (router: ConnectRouter) => {
+      for (const s of services) router.service(s.desc, s.impl as any);
+    },
+  });
+}
