@@ -4,8 +4,9 @@ import { mkdirSync, readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import Fastify, { LogController, type FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
-import type { DescService } from "@bufbuild/protobuf";
+import { createRegistry, type DescService } from "@bufbuild/protobuf";
 import { FilesService } from "../gen/atrium/v1/files_pb.js";
+import { file_atrium_v1_options } from "../gen/atrium/v1/options_pb.js";
 import { UploadsService } from "../gen/atrium/v1/uploads_pb.js";
 import { ModelsService } from "../gen/atrium/v1/models_pb.js";
 import { ResponsesService } from "../gen/atrium/v1/responses_pb.js";
@@ -139,7 +140,9 @@ export async function startServer(cfg: AtriumConfig, opts: StartOptions = {}): P
 
   // Connect, gRPC and gRPC-Web: their own scope, since the plugin installs its own body parsers.
   // Stock connect-fastify, with unary Connect calls on the lean path (src/transport/connect/).
-  await app.register(connectPlugin, { services });
+  // JSON codecs need the registry to write the google.protobuf.Any extensions (ContentRange) and
+  // error details (ErrorInfo) the services send.
+  await app.register(connectPlugin, { services, jsonOptions: { registry: createRegistry(file_atrium_v1_options) } });
 
   let bindings: ReturnType<typeof registerRestRoutes> = [];
   await app.register(async (scope) => {

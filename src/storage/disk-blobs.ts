@@ -203,8 +203,11 @@ export class DiskBlobStore implements BlobStore {
     } catch (err) {
       // The stream may still have a write in flight on fd; closing fd under it could let that
       // write land in whatever file reuses the number. 'close' comes only after in-flight I/O.
+      // destroy() closes the stream's fd itself, even with autoClose: false (and pipeline() has
+      // already destroyed `out` on a stream error), so fd must never be closed a second time:
+      // by then another write may have been given the same number.
+      if (!fdOpen) (out as unknown as { fd: number | null }).fd = null; // closed above, after fsync
       if (!out.closed) await new Promise((resolve) => out.once("close", resolve).destroy());
-      if (fdOpen) await fsClose(fd).catch(() => {});
       await fsp.rm(tmp, { force: true }).catch(() => {});
       throw err;
     }

@@ -22,10 +22,37 @@ export interface TlsFiles {
 export function createOnePortServer(handler: Handler, tls?: TlsFiles): net.Server {
   const h2settings = { maxHeaderListSize: MAX_HEADER_BYTES };
   if (tls) {
-    return http2.createSecureServer(
+    const secure = http2.createSecureServer(
       { cert: tls.cert, key: tls.key, allowHTTP1: true, ALPNProtocols: ["h2", "http/1.1"], settings: h2settings, maxSessionMemory: 64 },
       handler,
-    ) as unknown as net.Server;
+    );
+    // The secure server has no closeAllConnections/closeIdleConnections of its own, so Fastify's
+    // close() would wait forever on any client that keeps an HTTP/2 session (or a keep-alive
+    // HTTP/1.1 socket) open. Track both, as for cleartext below.
+    const sockets = new Set<net.Socket>();
+    const sessions = new Set<http2.Http2Session>();
+    secure.on("connection", (socket: net.Socket) => {
+      sockets.add(socket);
+      socket.once("close", () => sockets.delete(socket));
+    });
+    secure.on("session", (s) => {
+      sessions.add(s);
+      s.once("close", () => sessions.delete(s));
+    });
+    const close = secure.close.bind(secure);
+    secure.close = ((cb?: (err?: Error) => void) => {
+      for (const s of sessions) s.close();
+      return close(cb);
+    }) as typeof secure.close;
+    Object.assign(secure, {
+      closeAllConnections() {
+        for (const s of sockets) s.destroy();
+      },
+      closeIdleConnections() {
+        for (const s of sessions) s.close();
+      },
+    });
+    return secure as unknown as net.Server;
   }
   const h1 = http.createServer({ maxHeaderSize: MAX_HEADER_BYTES, keepAliveTimeout: 65_000, requestTimeout: 0 }, handler);
   const h2 = http2.createServer({ settings: h2settings, maxSessionMemory: 64 }, handler);

@@ -142,12 +142,16 @@ class RestContext implements HandlerContext {
     readonly requestMethod: string,
     readonly url: string,
     readonly requestHeader: Headers,
-    private readonly raw: FastifyRequest["raw"],
+    private readonly reply: FastifyReply,
   ) {}
   get signal(): AbortSignal {
     if (!this.controller) {
       const c = (this.controller = new AbortController());
-      this.raw.once("close", () => c.abort());
+      // The request's 'close' fires once its body is read (HTTP/1.1); the client is gone only
+      // when the response closes before it was finished.
+      const res = this.reply.raw;
+      if (res.destroyed && !res.writableFinished) c.abort();
+      else res.once("close", () => res.writableFinished || c.abort());
     }
     return this.controller.signal;
   }
@@ -294,7 +298,7 @@ export function registerRestRoutes(scope: FastifyInstance, opts: TranscoderOptio
         method: b.verb,
         url: b.fastifyPath,
         handler: async (req, reply) => {
-          const ctx = new RestContext(desc, method, req.method, req.url, new NodeHeaders(req.headers) as unknown as Headers, req.raw);
+          const ctx = new RestContext(desc, method, req.method, req.url, new NodeHeaders(req.headers) as unknown as Headers, reply);
           try {
             await handler(b, fn.bind(impl), req, reply, ctx);
           } catch (err) {
