@@ -1,7 +1,6 @@
 // `npm start`: read the environment, start the server, print where it listens.
 import { ConfigError, configFromEnv } from "./config.js";
 import { startServer } from "./server.js";
-import { warmUpTokenizer } from "./engines/tokenizer/index.js";
 
 async function main() {
   const cfg = configFromEnv();
@@ -14,8 +13,8 @@ async function main() {
     );
   }
   server.app.log.info({ url: server.url, dataDir: cfg.dataDir }, `Atrium listening on ${server.url} (REST at ${server.url}/v1, Connect, gRPC-Web and gRPC on the same port)`);
-  // Build the BPE rank tables now rather than on the first token-counting request.
-  warmUpTokenizer();
+  // The BPE rank tables (≈22 MiB and 13 MiB) load on the first token-counting request that needs
+  // them (~0.5 s each), not here: a server that never counts tokens should not carry them.
   const stop = async (signal: string) => {
     server.app.log.info({ signal }, "shutting down");
     await server.close();

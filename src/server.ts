@@ -69,7 +69,9 @@ function fastifyErrorCode(status: number): string | null {
 }
 
 export async function startServer(cfg: AtriumConfig, opts: StartOptions = {}): Promise<RunningServer> {
-  const log = opts.logger ?? pino({ level: cfg.logLevel });
+  // Asynchronous log writes: a synchronous write per request line cost ~50-90 µs of CPU per
+  // request in the bench. pino flushes what is pending on a normal exit.
+  const log = opts.logger ?? pino({ level: cfg.logLevel }, pino.destination({ sync: false }));
   mkdirSync(cfg.dataDir, { recursive: true });
   const clock = opts.clock ?? systemClock;
   // The store hides expired rows by the same clock the services and the sweeper use.

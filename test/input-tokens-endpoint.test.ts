@@ -607,7 +607,8 @@ describe("an image URL that never answers (checked)", () => {
     expect(hanging, "the request was started at the top of the file").toBeDefined();
     await expectError(await hanging!, 400, { param: "input[0].content[1].image_url", code: "invalid_url", message: /timed out/ });
     const elapsed = Date.now() - hangingStarted;
-    expect(elapsed).toBeGreaterThan(5_000);
+    // The server gave up after its ATRIUM_FETCH_TIMEOUT_MS (3 s), not at once.
+    expect(elapsed).toBeGreaterThanOrEqual(3_000);
     expect(elapsed).toBeLessThan(30_000);
   });
 });

@@ -2,7 +2,7 @@
 // the caller selects (Vendor-Organization / Vendor-Project, or the OpenAI-* names the official
 // SDKs send). Other credential kinds (workload identity tokens) plug in as TokenVerifiers.
 import { ApiError } from "../transport/errors.js";
-import type { KeyStore, Membership } from "./keys.js";
+import type { ApiKeyRecord, KeyStore, Membership, Project } from "./keys.js";
 import type { Principal } from "./principal.js";
 
 export interface HeaderSource {
@@ -38,38 +38,12 @@ export class Authenticator {
   }
 
   async authenticate(headers: HeaderSource): Promise<Principal> {
-    const auth = headers.get("authorization");
-    if (!auth)
-      throw new ApiError(
-        401,
-        "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
-        { type: "invalid_request_error", code: null },
-      );
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
-    if (!m) throw new ApiError(401, "The Authorization header must be 'Bearer <API key or access token>'.", { type: "invalid_request_error", code: "invalid_api_key" });
-    const token = m[1];
-    const orgHeader = firstHeader(headers, ORG_HEADERS);
-    const projectHeader = firstHeader(headers, PROJECT_HEADERS);
-
+    const { token, orgHeader, projectHeader } = parseCredentials(headers);
     const key = await this.keys.lookup(token);
     if (key) {
       const membership = selectMembership(key.memberships, orgHeader, projectHeader);
-      let projectId = membership.projectId ?? membership.defaultProjectId ?? "";
-      if (membership.projectId === null && projectHeader) {
-        const project = await this.keys.project(projectHeader);
-        if (!project || project.organizationId !== membership.organizationId)
-          throw new ApiError(401, `The project header should match a project of the API key's organization (got '${projectHeader}').`, { code: "mismatched_project" });
-        projectId = project.id;
-      }
-      if (!projectId) throw new ApiError(401, "This key has no default project; send the Vendor-Project header.", { code: "missing_project" });
-      return {
-        kind: key.kind === "admin" ? "admin_key" : "key",
-        credentialId: key.keyId,
-        organizationId: membership.organizationId,
-        projectId,
-        role: membership.role,
-        scopes: null,
-      };
+      const project = membership.projectId === null && projectHeader ? await this.keys.project(projectHeader) : undefined;
+      return keyPrincipal(key, membership, projectHeader, project);
     }
     for (const v of this.verifiers) {
       const p = await v.verify(token);
@@ -82,6 +56,58 @@ export class Authenticator {
     }
     throw new ApiError(401, `Incorrect API key provided: ${redact(token)}.`, { type: "invalid_request_error", code: "invalid_api_key" });
   }
+
+  /**
+   * authenticate()'s answer when it can be given from the key store's caches alone — the
+   * Principal, or the same ApiError thrown — and undefined when authenticate() has to read the
+   * store or ask a verifier. The request hot path: no promise, no await.
+   */
+  authenticateCached(headers: HeaderSource): Principal | undefined {
+    const { token, orgHeader, projectHeader } = parseCredentials(headers);
+    const key = this.keys.cached(token)?.rec;
+    if (!key) return undefined;
+    const membership = selectMembership(key.memberships, orgHeader, projectHeader);
+    let project: Project | undefined;
+    if (membership.projectId === null && projectHeader) {
+      const hit = this.keys.cachedProject(projectHeader);
+      if (!hit) return undefined;
+      project = hit.p;
+    }
+    return keyPrincipal(key, membership, projectHeader, project);
+  }
+}
+
+/** The bearer credential and the organization/project the caller selects. */
+function parseCredentials(headers: HeaderSource): { token: string; orgHeader: string | undefined; projectHeader: string | undefined } {
+  const auth = headers.get("authorization");
+  if (!auth)
+    throw new ApiError(
+      401,
+      "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+      { type: "invalid_request_error", code: null },
+    );
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+  if (!m) throw new ApiError(401, "The Authorization header must be 'Bearer <API key or access token>'.", { type: "invalid_request_error", code: "invalid_api_key" });
+  return { token: m[1], orgHeader: firstHeader(headers, ORG_HEADERS), projectHeader: firstHeader(headers, PROJECT_HEADERS) };
+}
+
+/** The Principal of an API key for the selected membership (`project`: the looked-up project header, for org-wide memberships). */
+function keyPrincipal(key: ApiKeyRecord, membership: Membership, projectHeader: string | undefined, project: Project | undefined): Principal {
+  let projectId = membership.projectId ?? membership.defaultProjectId ?? "";
+  if (membership.projectId === null && projectHeader) {
+    if (!project || project.organizationId !== membership.organizationId)
+      throw new ApiError(401, `The project header should match a project of the API key's organization (got '${projectHeader}').`, { code: "mismatched_project" });
+    projectId = project.id;
+  }
+  if (!projectId) throw new ApiError(401, "This key has no default project; send the Vendor-Project header.", { code: "missing_project" });
+  return {
+    kind: key.kind === "admin" ? "admin_key" : "key",
+    credentialId: key.keyId,
+    organizationId: membership.organizationId,
+    projectId,
+    role: membership.role,
+    scopes: null,
+  };
 }
 
 /** Picks the membership the headers ask for; a header naming something the key lacks is a 401. */

@@ -5,7 +5,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { authorize } from "./access.js";
 import type { Authenticator } from "./authenticate.js";
-import { principalKey } from "./principal.js";
+import { principalKey, type Principal } from "./principal.js";
 
 type AnyImpl = Record<string, (req: any, ctx: HandlerContext) => any>;
 
@@ -14,20 +14,21 @@ export function secureService(desc: DescService, impl: AnyImpl, auth: Authentica
   for (const method of desc.methods) {
     const fn = impl[method.localName];
     if (typeof fn !== "function") continue;
-    const admit = async (ctx: HandlerContext) => {
-      const p = await auth.authenticate(ctx.requestHeader);
+    const admit = (ctx: HandlerContext, p: Principal) => {
       authorize(p, method);
       ctx.values.set(principalKey, p);
       ctx.responseHeader.set("vendor-organization", p.organizationId);
     };
+    // authenticateCached answers from the key cache without a promise (the common case);
+    // otherwise the full look-up. Either way the same Principal or the same error.
     if (method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming") {
       out[method.localName] = async function* (req: any, ctx: HandlerContext) {
-        await admit(ctx);
+        admit(ctx, auth.authenticateCached(ctx.requestHeader) ?? (await auth.authenticate(ctx.requestHeader)));
         yield* fn.call(impl, req, ctx);
       };
     } else {
       out[method.localName] = async (req: any, ctx: HandlerContext) => {
-        await admit(ctx);
+        admit(ctx, auth.authenticateCached(ctx.requestHeader) ?? (await auth.authenticate(ctx.requestHeader)));
         return fn.call(impl, req, ctx);
       };
     }

@@ -32,13 +32,18 @@ function checkKey(key: string): void {
   if (typeof key !== "string" || !KEY_RE.test(key) || key.includes("..")) throw new InvalidBlobKey(key);
 }
 
-/** Counts bytes and hashes them as they pass; errors out as soon as the limit is crossed. */
+/**
+ * Counts bytes (and hashes them, when asked) as they pass; errors out as soon as the limit is
+ * crossed. MD5 is opt-in: it costs about half the CPU of an upload, and only Upload completion
+ * needs it.
+ */
 class Meter extends Transform {
   bytes = 0;
-  private readonly hash: Hash = createHash("md5");
+  private readonly hash: Hash | undefined;
 
-  constructor(private readonly maxBytes: number | undefined) {
+  constructor(private readonly maxBytes: number | undefined, md5: boolean) {
     super({ highWaterMark: CHUNK });
+    this.hash = md5 ? createHash("md5") : undefined;
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
@@ -47,12 +52,12 @@ class Meter extends Transform {
       cb(new BlobTooLarge(this.maxBytes));
       return;
     }
-    this.hash.update(chunk);
+    this.hash?.update(chunk);
     cb(null, chunk);
   }
 
-  digest(): string {
-    return this.hash.digest("hex");
+  digest(): string | undefined {
+    return this.hash?.digest("hex");
   }
 }
 
@@ -89,13 +94,12 @@ export class DiskBlobStore implements BlobStore {
   async put(
     key: string,
     source: AsyncIterable<Uint8Array> | Readable,
-    opts?: { maxBytes?: number },
+    opts?: { maxBytes?: number; md5?: boolean },
   ): Promise<BlobInfo> {
     checkKey(key);
-    const maxBytes = opts?.maxBytes;
     return this.writeAtomically(key, async (meter, out) => {
       await pipeline(source, meter, out);
-    }, maxBytes);
+    }, opts?.maxBytes, opts?.md5 ?? false);
   }
 
   async concat(key: string, parts: string[]): Promise<BlobInfo> {
@@ -115,7 +119,7 @@ export class DiskBlobStore implements BlobStore {
     }
     return this.writeAtomically(key, async (meter, out) => {
       await pipeline(sequence(), meter, out);
-    }, undefined);
+    }, undefined, true);
   }
 
   /** A missing blob is emitted as a BlobNotFound error on the returned stream. */
@@ -178,13 +182,14 @@ export class DiskBlobStore implements BlobStore {
     key: string,
     fill: (meter: Meter, out: fs.WriteStream) => Promise<void>,
     maxBytes: number | undefined,
+    md5: boolean,
   ): Promise<BlobInfo> {
     const tmp = path.join(this.tmpDir, `${key}.${randomBytes(8).toString("hex")}`);
     const fd = await fsOpen(tmp, "wx", 0o644);
     let fdOpen = true;
     const out = fs.createWriteStream("", { fd, autoClose: false, highWaterMark: CHUNK });
     try {
-      const meter = new Meter(maxBytes);
+      const meter = new Meter(maxBytes, md5);
       await fill(meter, out);
       await fsFsync(fd);
       fdOpen = false;
@@ -199,7 +204,8 @@ export class DiskBlobStore implements BlobStore {
       }
       await fsp.rename(tmp, path.join(dir, key));
       await fsyncDir(dir);
-      return { bytes: meter.bytes, md5: meter.digest() };
+      const digest = meter.digest();
+      return digest === undefined ? { bytes: meter.bytes } : { bytes: meter.bytes, md5: digest };
     } catch (err) {
       // The stream may still have a write in flight on fd; closing fd under it could let that
       // write land in whatever file reuses the number. 'close' comes only after in-flight I/O.

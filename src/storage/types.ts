@@ -133,8 +133,8 @@ export interface RecordStore {
 
 export interface BlobInfo {
   bytes: number;
-  /** Hex MD5 of the content, computed while writing. */
-  md5: string;
+  /** Hex MD5 of the content, computed while writing — only when asked for (`md5: true`, always by concat). */
+  md5?: string;
 }
 
 export class BlobTooLarge extends Error {
@@ -156,7 +156,7 @@ export interface BlobStore {
    * is durably written (temp file, fsync, rename). Over `maxBytes` it stops reading, removes the
    * partial data and throws BlobTooLarge. A failing source likewise leaves nothing behind.
    */
-  put(key: string, source: AsyncIterable<Uint8Array> | Readable, opts?: { maxBytes?: number }): Promise<BlobInfo>;
+  put(key: string, source: AsyncIterable<Uint8Array> | Readable, opts?: { maxBytes?: number; md5?: boolean }): Promise<BlobInfo>;
   /**
    * Concatenates existing blobs, in order, into `key` (streamed, never held in memory). A missing
    * part rejects with BlobNotFound and leaves nothing behind.

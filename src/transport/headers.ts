@@ -7,7 +7,9 @@ export const API_VERSION = "2020-10-01";
 export const MAX_CUSTOM_HEADER_BYTES = 60 * 1024;
 
 export function newRequestId(): string {
-  return "req_" + randomUUID().replace(/-/g, "");
+  // The UUID without its dashes (8-4-4-4-12), sliced rather than by regex: this runs per request.
+  const u = randomUUID();
+  return "req_" + u.slice(0, 8) + u.slice(9, 13) + u.slice(14, 18) + u.slice(19, 23) + u.slice(24);
 }
 
 const STANDARD = new Set([

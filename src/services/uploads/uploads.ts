@@ -167,7 +167,7 @@ export class Uploads {
     const fileId = newFileId();
     const info = await this.deps.blobs.concat(fileId, parts.map((p) => p.id));
     try {
-      if (md5 !== undefined && info.md5.toLowerCase() !== md5.toLowerCase())
+      if (md5 !== undefined && info.md5?.toLowerCase() !== md5.toLowerCase())
         throw invalidParam("md5", `The MD5 checksum of the assembled content (${info.md5}) does not match 'md5' (${md5}).`, "checksum_mismatch");
       const createdAt = this.deps.clock.now();
       const file: FileRecord = {

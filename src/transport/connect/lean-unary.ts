@@ -109,13 +109,11 @@ function readBody(raw: RawRequest, readMaxBytes: number): Promise<Uint8Array> {
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
+    // The listeners stay until the request object goes (a settled read ignores them): removing
+    // four listeners per call costs more than it saves.
     const done = (err: unknown, value?: Uint8Array) => {
       if (settled) return;
       settled = true;
-      raw.off("data", onData);
-      raw.off("end", onEnd);
-      raw.off("error", onError);
-      raw.off("close", onClose);
       if (err) {
         // Drop the rest of the body unread; the response can still be written.
         raw.resume();
@@ -123,6 +121,7 @@ function readBody(raw: RawRequest, readMaxBytes: number): Promise<Uint8Array> {
       } else resolve(value!);
     };
     const onData = (c: Buffer) => {
+      if (settled) return;
       size += c.length;
       if (size > readMaxBytes) return done(new ConnectError(`message size is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted));
       if (hint !== undefined && size > hint) return done(new ConnectError(`protocol error: promised ${hint} bytes, received ${size}`, Code.InvalidArgument));
@@ -134,8 +133,13 @@ function readBody(raw: RawRequest, readMaxBytes: number): Promise<Uint8Array> {
       // A plain Uint8Array view (no copy): bytes fields decoded from it are not Buffers.
       done(undefined, new Uint8Array(b.buffer, b.byteOffset, b.byteLength));
     };
-    const onError = (e: Error) => done(new ConnectError(`failed to read the request body: ${e.message}`, Code.Canceled, undefined, undefined, e));
-    const onClose = () => done(new ConnectError("the client closed the request", Code.Canceled));
+    // 'close' comes after every request, read or not: make the error only when it is one.
+    const onError = (e: Error) => {
+      if (!settled) done(new ConnectError(`failed to read the request body: ${e.message}`, Code.Canceled, undefined, undefined, e));
+    };
+    const onClose = () => {
+      if (!settled) done(new ConnectError("the client closed the request", Code.Canceled));
+    };
     raw.on("data", onData);
     raw.on("end", onEnd);
     raw.on("error", onError);

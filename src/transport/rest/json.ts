@@ -41,10 +41,16 @@ function isWkt(desc: DescMessage): "value" | "struct" | "list" | undefined {
 const isLong = (t: ScalarType) =>
   t === ScalarType.INT64 || t === ScalarType.UINT64 || t === ScalarType.SINT64 || t === ScalarType.FIXED64 || t === ScalarType.SFIXED64;
 
-function scalarEncoder(t: ScalarType): Encoder {
-  if (isLong(t)) return (v) => (typeof v === "bigint" ? Number(v) : v);
-  if (t === ScalarType.BYTES) return (v: Uint8Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64");
-  return (v) => v;
+// Encoders are plain closures resolved once per message type: a `null` encoder means the value is
+// its own JSON (strings, bools, 32-bit numbers), so the hot loop below makes no call for it.
+const longEncoder: Encoder = (v) => (typeof v === "bigint" ? Number(v) : v);
+const bytesEncoder: Encoder = (v: Uint8Array | number[]) =>
+  (Array.isArray(v) ? Buffer.from(v) : Buffer.from(v.buffer, v.byteOffset, v.byteLength)).toString("base64");
+
+function scalarEncoder(t: ScalarType): Encoder | null {
+  if (isLong(t)) return longEncoder;
+  if (t === ScalarType.BYTES) return bytesEncoder;
+  return null;
 }
 
 function messageValueEncoder(desc: DescMessage): Encoder {
@@ -52,57 +58,144 @@ function messageValueEncoder(desc: DescMessage): Encoder {
   if (wkt === "value") return (v) => toJson(ValueSchema, v) as Json;
   if (wkt === "struct") return (v) => toJson(StructSchema, v) as Json;
   if (wkt === "list") return (v) => toJson(ListValueSchema, v) as Json;
-  return (v) => encoderFor(desc)(v);
+  return encoderFor(desc);
 }
 
-function fieldEncoder(f: DescField): Encoder {
+function enumEncoder(f: DescField & { fieldKind: "enum" }): Encoder {
+  const names = new Map(f.enum.values.map((e) => [e.number, e.name]));
+  return (v) => names.get(v) ?? v;
+}
+
+function fieldEncoder(f: DescField): Encoder | null {
   switch (f.fieldKind) {
-    case "scalar": {
-      const enc = scalarEncoder(f.scalar);
-      return (v) => (v === undefined ? null : enc(v));
-    }
+    case "scalar":
+      return scalarEncoder(f.scalar);
     case "enum":
-      return (v) => (v === undefined ? null : (f.enum.values.find((e) => e.number === v)?.name ?? v));
-    case "message": {
-      const enc = messageValueEncoder(f.message);
-      return (v) => (v === undefined ? null : enc(v));
-    }
+      return enumEncoder(f);
+    case "message":
+      return messageValueEncoder(f.message);
     case "list": {
-      const enc: Encoder =
-        f.listKind === "scalar" ? scalarEncoder(f.scalar) : f.listKind === "message" ? messageValueEncoder(f.message) : (v) => v;
-      return (arr: unknown[]) => arr.map(enc);
+      const enc = f.listKind === "scalar" ? scalarEncoder(f.scalar) : f.listKind === "message" ? messageValueEncoder(f.message) : null;
+      if (enc === null) return (arr: unknown[]) => arr.slice() as Json;
+      return (arr: unknown[]) => {
+        const out = new Array<Json>(arr.length);
+        for (let i = 0; i < arr.length; i++) out[i] = enc(arr[i]);
+        return out;
+      };
     }
     case "map": {
-      const enc: Encoder =
-        f.mapKind === "scalar" ? scalarEncoder(f.scalar) : f.mapKind === "message" ? messageValueEncoder(f.message) : (v) => v;
+      const enc = f.mapKind === "scalar" ? scalarEncoder(f.scalar) : f.mapKind === "message" ? messageValueEncoder(f.message) : null;
       return (m: Record<string, unknown>) => {
         const out: Record<string, Json> = {};
-        for (const k of Object.keys(m)) out[k] = enc(m[k]);
+        for (const k of Object.keys(m)) out[k] = enc === null ? (m[k] as Json) : enc(m[k]);
         return out;
       };
     }
   }
 }
 
+interface EncodeStep {
+  /** JSON name (the proto name: snake_case). */
+  name: string;
+  /** Property of the message object. */
+  local: string;
+  /** For a oneof member: the oneof's property; the field is written only when it is the case. */
+  oneof: string | undefined;
+  enc: Encoder | null;
+  /**
+   * The JSON of an absent value (undefined or null), as source text: what `create` would have put
+   * there, encoded — the zero value of an implicit-presence scalar or enum, [] and {} for lists and
+   * maps, null for everything with explicit presence. A created message never has one of the
+   * former absent; an init shape (what handlers return) may.
+   */
+  absent: string;
+}
+
+const IMPLICIT = 2; // google.protobuf.FeatureSet.FieldPresence.IMPLICIT
+
+function absentJson(f: DescField): string {
+  if (f.fieldKind === "list") return "[]";
+  if (f.fieldKind === "map") return "{}";
+  if (f.presence !== IMPLICIT || f.oneof) return "null";
+  if (f.fieldKind === "enum") {
+    const zero = f.enum.values[0];
+    return JSON.stringify(zero ? zero.name : 0);
+  }
+  if (f.fieldKind !== "scalar") return "null";
+  switch (f.scalar) {
+    case ScalarType.STRING:
+    case ScalarType.BYTES:
+      return '""';
+    case ScalarType.BOOL:
+      return "false";
+    default:
+      return "0";
+  }
+}
+
+const EDITION_PROTO3 = 999; // google.protobuf.Edition.EDITION_PROTO3
+const initSafe = new Map<string, boolean>();
+
+/**
+ * Whether toRestJson gives the same JSON for an init shape of `desc` as for `create(desc, init)`:
+ * proto3 throughout, and no well-known types (wrappers, Struct, Value, Any ...), whose init forms
+ * `create` converts. The transcoder skips `create` for such responses.
+ */
+export function restJsonAcceptsInit(desc: DescMessage): boolean {
+  const known = initSafe.get(desc.typeName);
+  if (known !== undefined) return known;
+  initSafe.set(desc.typeName, true); // a recursive reference does not decide it
+  let ok = desc.file.edition === EDITION_PROTO3 && !desc.typeName.startsWith("google.protobuf.");
+  for (const f of desc.fields) {
+    if (!ok) break;
+    const m = f.fieldKind === "message" ? f.message : f.fieldKind === "list" && f.listKind === "message" ? f.message : f.fieldKind === "map" && f.mapKind === "message" ? f.message : undefined;
+    if (m) ok = restJsonAcceptsInit(m);
+  }
+  initSafe.set(desc.typeName, ok);
+  return ok;
+}
+
+/**
+ * For a message without oneofs: a function that builds the JSON object as one object literal
+ * (one hidden class, no keyed stores), generated from the descriptor. Names only come from the
+ * compiled schema and are embedded as JSON string literals. About 6x faster than the generic loop
+ * below on a list of models, which made it ~5 % of a REST GET /v1/models.
+ */
+function literalEncoder(steps: EncodeStep[]): (msg: any) => Json {
+  const encs = steps.map((s) => s.enc);
+  const props = steps.map((s, i) => {
+    const get = `(v = m[${JSON.stringify(s.local)}]) == null ? ${s.absent} : `;
+    return `${JSON.stringify(s.name)}: ${get}${s.enc === null ? "v" : `e[${i}](v)`}`;
+  });
+  return new Function("e", `return function encode(m) {\n  let v;\n  return {\n    ${props.join(",\n    ")}\n  };\n};`)(encs);
+}
+
 function encoderFor(desc: DescMessage): (msg: any) => Json {
   let enc = encoders.get(desc.typeName);
   if (enc) return enc;
-  // Placeholder first: recursive message types resolve through the map.
-  encoders.set(desc.typeName, (m) => encoders.get(desc.typeName)!(m));
-  const plan = desc.fields.map((f) => {
-    const fe = fieldEncoder(f);
-    if (f.oneof) {
-      const oneofName = f.oneof.localName;
-      return { name: f.name, get: (m: any) => (m[oneofName]?.case === f.localName ? fe(m[oneofName].value) : undefined), oneof: true };
-    }
-    return { name: f.name, get: (m: any) => fe(m[f.localName]), oneof: false };
-  });
+  // The plan is built on first use, so recursive message types resolve through the map.
+  let plan: EncodeStep[] | undefined;
+  let literal: ((msg: any) => Json) | undefined;
+  const compile = () => {
+    const steps = desc.fields.map(
+      (f): EncodeStep => ({ name: f.name, local: f.localName, oneof: f.oneof?.localName, enc: fieldEncoder(f), absent: absentJson(f) }),
+    );
+    if (!steps.some((s) => s.oneof !== undefined)) literal = literalEncoder(steps);
+    return steps;
+  };
   enc = (msg: any) => {
+    const steps = (plan ??= compile());
+    if (literal !== undefined) return literal(msg);
     const out: Record<string, Json> = {};
-    for (const p of plan) {
-      const v = p.get(msg);
-      if (v !== undefined) out[p.name] = v;
-      else if (!p.oneof) out[p.name] = null;
+    for (let i = 0; i < steps.length; i++) {
+      const s = steps[i]!;
+      let v: unknown;
+      if (s.oneof !== undefined) {
+        const o = msg[s.oneof];
+        if (o == null || o.case !== s.local) continue; // an unset oneof member is left out
+        v = o.value;
+      } else v = msg[s.local];
+      out[s.name] = v == null ? (JSON.parse(s.absent) as Json) : s.enc === null ? (v as Json) : s.enc(v);
     }
     return out;
   };

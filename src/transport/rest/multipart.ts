@@ -77,6 +77,72 @@ function malformed(e: unknown): ApiError {
   return new ApiError(400, `Malformed multipart/form-data request: ${(e as Error)?.message ?? e}`, { code: "invalid_multipart" });
 }
 
+/**
+ * The chunks of a byte stream, each as busboy pushed it. `for await` over the stream itself calls
+ * read(), which joins everything buffered into one new Buffer: a copy of the whole upload, and as
+ * much garbage. Here chunks pass through as they are; the stream is paused while a few wait.
+ * Same contract as the stream's own iterator: its error (or a close before its end) is thrown,
+ * and a consumer that stops early destroys it.
+ */
+async function* chunksOf(stream: Readable): AsyncGenerator<Buffer> {
+  if (stream.errored) throw stream.errored;
+  if (stream.readableEnded) return;
+  const queue: Buffer[] = [];
+  let ended = false;
+  let failure: { error: unknown } | undefined;
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const onData = (chunk: Buffer) => {
+    queue.push(chunk);
+    if (queue.length >= 8) stream.pause();
+    notify();
+  };
+  const onEnd = () => {
+    ended = true;
+    notify();
+  };
+  const onError = (error: unknown) => {
+    failure ??= { error };
+    notify();
+  };
+  const onClose = () => {
+    if (!ended) failure ??= { error: stream.errored ?? new Error("the file stream closed before its end") };
+    notify();
+  };
+  stream.on("data", onData);
+  stream.on("end", onEnd);
+  stream.on("error", onError);
+  stream.on("close", onClose);
+  if (stream.destroyed) onClose();
+  let finished = false;
+  try {
+    for (;;) {
+      const chunk = queue.shift();
+      if (chunk !== undefined) {
+        if (queue.length < 2 && !ended && stream.isPaused()) stream.resume();
+        yield chunk;
+        continue;
+      }
+      if (failure) throw failure.error;
+      if (ended) {
+        finished = true;
+        return;
+      }
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+  } finally {
+    stream.off("data", onData);
+    stream.off("end", onEnd);
+    stream.off("error", onError);
+    stream.off("close", onClose);
+    if (!finished) stream.destroy();
+  }
+}
+
 export function isMultipart(contentType: string | undefined): boolean {
   return !!contentType && contentType.toLowerCase().startsWith("multipart/form-data");
 }
@@ -160,7 +226,7 @@ export async function* multipartMessages(
       pending = {};
       hasPending = false;
       try {
-        for await (const chunk of ev.stream) yield create(desc, { [shape.chunk]: chunk } as any);
+        for await (const chunk of chunksOf(ev.stream)) yield create(desc, { [shape.chunk]: chunk } as any);
       } catch (e) {
         // Errors of the form itself ("Unexpected end of form") are the caller's: a 400.
         throw malformed(e);

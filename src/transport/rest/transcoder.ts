@@ -15,7 +15,7 @@ import { http } from "../../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../../gen/google/api/http_pb.js";
 import { http_header, ContentRangeSchema } from "../../../gen/atrium/v1/options_pb.js";
 import { ApiError, toRestError } from "../errors.js";
-import { decodeStringValue, fromRestJson, toRestJson } from "./json.js";
+import { decodeStringValue, fromRestJson, restJsonAcceptsInit, toRestJson } from "./json.js";
 import { isMultipart, multipartMessages, multipartShapes, type MultipartShape } from "./multipart.js";
 import { NodeHeaders } from "../node-headers.js";
 
@@ -216,7 +216,7 @@ async function handleUnary(b: RouteBinding, impl: Function, req: FastifyRequest,
   mergeBody(b, init, req.body);
   const res = await impl(create(b.method.input, init as any), ctx);
   copyResponseHeaders(ctx, reply);
-  const msg = res.$typeName ? res : create(b.method.output, res);
+  const msg = res.$typeName || restJsonAcceptsInit(b.method.output) ? res : create(b.method.output, res);
   reply.type("application/json").send(toRestJson(b.method.output, msg));
 }
 
@@ -232,7 +232,7 @@ async function handleClientStream(b: RouteBinding, impl: Function, req: FastifyR
   }
   const res = await impl(messages, ctx);
   copyResponseHeaders(ctx, reply);
-  const msg = res.$typeName ? res : create(b.method.output, res);
+  const msg = res.$typeName || restJsonAcceptsInit(b.method.output) ? res : create(b.method.output, res);
   reply.type("application/json").send(toRestJson(b.method.output, msg));
 }
 
