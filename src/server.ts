@@ -159,7 +159,7 @@ export async function startServer(cfg: AtriumConfig, opts: StartOptions = {}): P
         done(e as Error, undefined);
       }
     });
-    bindings = registerRestRoutes(scope, { services, jsonBodyLimit: JSON_BODY_LIMIT });
+    bindings = registerRestRoutes(scope, { services });
   });
 
   app.setNotFoundHandler((req, reply) => {

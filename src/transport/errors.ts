@@ -102,10 +102,6 @@ export function missingParam(param: string): ApiError {
   return new ApiError(400, `Missing required parameter: '${param}'.`, { param, code: "missing_required_parameter" });
 }
 
-export function notFound(what: string, id: string, param: string | null = null): ApiError {
-  return new ApiError(404, `No such ${what}: '${id}'.`, { param, code: null, type: "invalid_request_error" });
-}
-
 export interface RestErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null };
 }

@@ -5,7 +5,6 @@ export { BpeEncoding, getEncoding, PATTERNS, type EncodingName, type EncodingOpt
 export { InputTokensError, UnknownModelError, type InputTokensErrorStatus } from "./errors.js";
 export {
   countInputTokens,
-  defaultFetchImage,
   type InputTokensDeps,
   type InputTokensOptions,
   type InputTokensResult,

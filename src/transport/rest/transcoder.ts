@@ -274,8 +274,6 @@ async function handleDownload(b: RouteBinding, impl: Function, req: FastifyReque
 
 export interface TranscoderOptions {
   services: RegisteredService[];
-  /** The value of Fastify's bodyLimit for JSON bodies. */
-  jsonBodyLimit: number;
 }
 
 /** Registers every annotated RPC as a REST route inside `scope` (a Fastify plugin context). */
