@@ -18,31 +18,14 @@ import { getEncoding } from "../src/engines/tokenizer/index.js";
 import { API_KEY, KEYS, startTestServer, type TestServer } from "./helpers/server.js";
 import { api, expectError, generatedMultipart, sdk, sdkError, toFile } from "./helpers/rest.js";
 import { MAX_INPUT_FILE_BYTES } from "../src/services/responses/handler.js";
-import { COOKBOOK_MESSAGES, bytes, dataUrl, jpeg, pdf, png } from "./helpers/token-fixtures.js";
+import { COOKBOOK_MESSAGES, WEATHER_FUNCTION, WEATHER_MESSAGES, bytes, dataUrl, jpeg, pdf, png } from "./helpers/token-fixtures.js";
 
 // ---------- fixtures (built the way test/input-tokens-engine.test.ts builds them) ----------
 
 // The cookbook conversation (129 on gpt-4 / 124 on gpt-4o) is COOKBOOK_MESSAGES from the fixtures.
 
 // Same cookbook, section 7 (num_tokens_for_tools): 101 on gpt-4o / gpt-4o-mini, 105 on gpt-4 / gpt-3.5-turbo.
-const WEATHER_TOOL = {
-  type: "function",
-  name: "get_current_weather",
-  description: "Get the current weather in a given location",
-  strict: false,
-  parameters: {
-    type: "object",
-    properties: {
-      location: { type: "string", description: "The city and state, e.g. San Francisco, CA" },
-      unit: { type: "string", description: "The unit of temperature to return", enum: ["celsius", "fahrenheit"] },
-    },
-    required: ["location"],
-  },
-};
-const WEATHER_MESSAGES = [
-  { role: "system", content: "You are a helpful assistant that can answer to questions about the weather." },
-  { role: "user", content: "What's the weather like in San Francisco?" },
-];
+const WEATHER_TOOL = { type: "function", ...WEATHER_FUNCTION, strict: false };
 
 /** 3 per message + enc("user") + 3 reply priming: the frame around one user message's content. */
 const USER_FRAME = 3 + 1 + 3;

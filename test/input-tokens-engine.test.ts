@@ -17,7 +17,7 @@ import {
 } from "../src/engines/tokenizer/index.js";
 import { inspectImage, MediaFormatError } from "../src/engines/media/image.js";
 import { inspectPdf } from "../src/engines/media/pdf.js";
-import { bytes, dataUrl, gif, jpeg, pdf, png, webpVp8, webpVp8l, webpVp8x, COOKBOOK_MESSAGES } from "./helpers/token-fixtures.js";
+import { bytes, dataUrl, gif, jpeg, pdf, png, webpVp8, webpVp8l, webpVp8x, COOKBOOK_MESSAGES, WEATHER_FUNCTION, WEATHER_MESSAGES } from "./helpers/token-fixtures.js";
 
 // ---------- fixtures (test/helpers/token-fixtures.ts) ----------
 
@@ -103,22 +103,8 @@ describe("cookbook: counting tokens for function tools", () => {
   // OpenAI cookbook, "How to count tokens with tiktoken", section 7 (num_tokens_for_tools):
   // with this tool and these two messages the API reports 105 prompt tokens for gpt-3.5-turbo / gpt-4
   // and 101 for gpt-4o / gpt-4o-mini.
-  const fn = {
-    name: "get_current_weather",
-    description: "Get the current weather in a given location",
-    parameters: {
-      type: "object",
-      properties: {
-        location: { type: "string", description: "The city and state, e.g. San Francisco, CA" },
-        unit: { type: "string", description: "The unit of temperature to return", enum: ["celsius", "fahrenheit"] },
-      },
-      required: ["location"],
-    },
-  };
-  const example_messages = [
-    { role: "system", content: "You are a helpful assistant that can answer to questions about the weather." },
-    { role: "user", content: "What's the weather like in San Francisco?" },
-  ];
+  const fn = WEATHER_FUNCTION;
+  const example_messages = WEATHER_MESSAGES;
 
   it.each([
     ["gpt-3.5-turbo", 105],

@@ -70,3 +70,22 @@ export const COOKBOOK_MESSAGES = [
   { role: "user", content: "This late pivot means we don't have time to boil the ocean for the client deliverable." },
 ];
 
+
+// Same cookbook, section 7 (num_tokens_for_tools): this function with these messages is 101 tokens
+// on gpt-4o / gpt-4o-mini and 105 on gpt-4 / gpt-3.5-turbo.
+export const WEATHER_FUNCTION = {
+  name: "get_current_weather",
+  description: "Get the current weather in a given location",
+  parameters: {
+    type: "object",
+    properties: {
+      location: { type: "string", description: "The city and state, e.g. San Francisco, CA" },
+      unit: { type: "string", description: "The unit of temperature to return", enum: ["celsius", "fahrenheit"] },
+    },
+    required: ["location"],
+  },
+};
+export const WEATHER_MESSAGES = [
+  { role: "system", content: "You are a helpful assistant that can answer to questions about the weather." },
+  { role: "user", content: "What's the weather like in San Francisco?" },
+];
