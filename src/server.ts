@@ -19,7 +19,7 @@ import { secureService } from "./auth/secure.js";
 import { createOnePortServer, type TlsFiles } from "./transport/listener.js";
 import { connectPlugin } from "./transport/connect/plugin.js";
 import { API_VERSION, checkRequestHeaders, newRequestId } from "./transport/headers.js";
-import { ApiError, toRestError } from "./transport/errors.js";
+import { ApiError, toRestError } from "./common/errors.js";
 import { allowedMethods, registerRestRoutes, type RegisteredService } from "./transport/rest/transcoder.js";
 import { systemClock, type Clock, type ServiceDeps } from "./services/deps.js";
 import { Sweeper, timerKind } from "./services/common/timers.js";

@@ -2,7 +2,7 @@
 // for every protocol (DESIGN principle 5: admin-only and Owner-only operations in one place).
 import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
 import { access as accessExt, type Access } from "../../gen/atrium/v1/options_pb.js";
-import { ApiError } from "../transport/errors.js";
+import { ApiError } from "../common/errors.js";
 import type { Principal } from "./principal.js";
 
 const rules = new Map<DescMethod, Access | undefined>();

@@ -1,7 +1,7 @@
 // Turns request headers into a Principal: the bearer credential, then the organization/project
 // the caller selects (Vendor-Organization / Vendor-Project, or the OpenAI-* names the official
 // SDKs send). Other credential kinds (workload identity tokens) plug in as TokenVerifiers.
-import { ApiError } from "../transport/errors.js";
+import { ApiError } from "../common/errors.js";
 import type { ApiKeyRecord, KeyStore, Membership, Project } from "./keys.js";
 import type { Principal } from "./principal.js";
 

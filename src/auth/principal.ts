@@ -1,7 +1,7 @@
 // Who is calling. API keys and (later) short-lived workload identity tokens both resolve to a
 // Principal, so every protocol and every credential kind goes through one authorization path.
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
-import { ApiError } from "../transport/errors.js";
+import { ApiError } from "../common/errors.js";
 import type { Scope } from "../storage/types.js";
 
 export type Role = "owner" | "member" | "reader";

@@ -1,6 +1,6 @@
 // Cross-cutting request/response headers (spec 5.8, 5.9, 8 "Other response headers", 9.1).
 import { randomUUID } from "node:crypto";
-import { ApiError } from "./errors.js";
+import { ApiError } from "../common/errors.js";
 
 export const API_VERSION = "2020-10-01";
 /** Each custom header value and their sum (spec 5.8). */

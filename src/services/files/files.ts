@@ -1,10 +1,10 @@
 // Files: the domain rules (purposes, limits, expiry) and storage, shared by the Files service and
 // by Uploads, which complete into a File. Record metadata and bytes are kept apart: the record in
 // the RecordStore, the content in the BlobStore under the file's id.
-import { ApiError, invalidParam, missingParam } from "../../transport/errors.js";
+import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
 import type { Scope, StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
-import { newId } from "../common/ids.js";
+import { newId } from "../../common/ids.js";
 
 export const FILE_KIND = "file";
 export const MAX_FILE_BYTES = 512 * 1024 * 1024;

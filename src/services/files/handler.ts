@@ -9,11 +9,11 @@ import {
 } from "../../../gen/atrium/v1/files_pb.js";
 import { ContentRangeSchema } from "../../../gen/atrium/v1/options_pb.js";
 import { scopeOf } from "../../auth/principal.js";
-import { ApiError, invalidParam, missingParam } from "../../transport/errors.js";
+import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
 import { parseRange } from "../../transport/rest/range.js";
 import { BlobTooLarge, type StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
-import { envelope, listQuery, runList } from "../common/list.js";
+import { envelope, listQuery, runList } from "../../common/list.js";
 import {
   ALL_PURPOSES,
   Files,

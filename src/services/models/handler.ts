@@ -3,7 +3,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ModelsService } from "../../../gen/atrium/v1/models_pb.js";
 import { scopeOf } from "../../auth/principal.js";
-import { ApiError } from "../../transport/errors.js";
+import { ApiError } from "../../common/errors.js";
 import type { ServiceDeps } from "../deps.js";
 import { BUILTIN_MODELS, builtinModel } from "./catalog.js";
 

@@ -8,9 +8,9 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { ResponsesService, type CountInputTokensRequest } from "../../../gen/atrium/v1/responses_pb.js";
 import { scopeOf } from "../../auth/principal.js";
 import { countInputTokens, InputTokensError } from "../../engines/tokenizer/index.js";
-import { fetchUrl, type FetchPolicy } from "./fetch-url.js";
+import { fetchUrl, FetchUrlError, type FetchPolicy } from "../../common/fetch-url.js";
 import type { Scope } from "../../storage/types.js";
-import { ApiError, missingParam } from "../../transport/errors.js";
+import { ApiError, missingParam } from "../../common/errors.js";
 import type { ServiceDeps } from "../deps.js";
 import { Files } from "../files/files.js";
 import { FINE_TUNED_MODEL_KIND } from "../models/handler.js";
@@ -75,7 +75,10 @@ export function createResponsesService(deps: ServiceDeps, opts: ResponsesOptions
         const result = await countInputTokens(
           requestJson(req),
           {
-            fetchImage: (url) => fetchUrl(url, policy),
+            fetchImage: (url) =>
+              fetchUrl(url, policy).catch((e) => {
+                throw e instanceof FetchUrlError ? new InputTokensError(e.status, "", e.message, e.code) : e;
+              }),
             readFile: (id) => readFile(scope, id),
           },
           { maxImageBytes: MAX_INPUT_FILE_BYTES, maxFileBytes: MAX_INPUT_FILE_BYTES },

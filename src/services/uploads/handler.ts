@@ -3,7 +3,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { UploadsService, type AddUploadPartRequest, type UploadSchema } from "../../../gen/atrium/v1/uploads_pb.js";
 import { scopeOf } from "../../auth/principal.js";
-import { missingParam } from "../../transport/errors.js";
+import { missingParam } from "../../common/errors.js";
 import type { ServiceDeps } from "../deps.js";
 import { fileMessage } from "../files/handler.js";
 import { Uploads, type UploadRecord } from "./uploads.js";

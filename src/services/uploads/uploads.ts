@@ -2,10 +2,10 @@
 // Parts are records under the upload with their bytes in their own blobs, so parts can arrive in
 // parallel; completion streams them, in the caller's order, into the new file's blob.
 import type { Scope, StoredRecord } from "../../storage/types.js";
-import { ApiError, invalidParam, missingParam } from "../../transport/errors.js";
+import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
 import { BlobTooLarge, VersionConflict } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
-import { newId } from "../common/ids.js";
+import { newId } from "../../common/ids.js";
 import { setTimer } from "../common/timers.js";
 import { Files, checkContentRules, checkExpiresAfter, checkPurpose, expiryFor, newFileId, type ExpiresAfterInput, type FileRecord } from "../files/files.js";
 

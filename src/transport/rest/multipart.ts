@@ -7,7 +7,7 @@ import busboy from "busboy";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Readable } from "node:stream";
 import { create, type DescField, type DescMessage } from "@bufbuild/protobuf";
-import { ApiError } from "../errors.js";
+import { ApiError } from "../../common/errors.js";
 import { decodeStringValue } from "./json.js";
 
 export interface MultipartShape {

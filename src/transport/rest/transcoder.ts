@@ -14,7 +14,7 @@ import { createContextValues } from "@connectrpc/connect";
 import { http } from "../../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../../gen/google/api/http_pb.js";
 import { http_header, ContentRangeSchema } from "../../../gen/atrium/v1/options_pb.js";
-import { ApiError, toRestError } from "../errors.js";
+import { ApiError, toRestError } from "../../common/errors.js";
 import { decodeStringValue, fromRestJson, restJsonAcceptsInit, toRestJson } from "./json.js";
 import { isMultipart, multipartMessages, multipartShapes, type MultipartShape } from "./multipart.js";
 import { NodeHeaders } from "../node-headers.js";

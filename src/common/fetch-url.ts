@@ -1,4 +1,5 @@
-// Fetching a caller-supplied URL (input_image.image_url, input_file.file_url) without letting
+// Fetching a caller-supplied URL (token counting's image_url/file_url, moderation images, video
+// image_url references, JWKS URLs) without letting
 // callers use the server to reach its own network: unless allowed, addresses in loopback,
 // private, link-local (cloud metadata), CGNAT, multicast and reserved ranges are refused. The
 // check runs on the address actually connected to (a DNS lookup hook, so a name that re-resolves
@@ -7,7 +8,6 @@ import dns from "node:dns";
 import http from "node:http";
 import https from "node:https";
 import net from "node:net";
-import { InputTokensError } from "../../engines/tokenizer/index.js";
 
 export interface FetchPolicy {
   timeoutMs: number;
@@ -53,8 +53,19 @@ export function isBlockedAddress(address: string): boolean {
   return true;
 }
 
+/** Why a URL could not be fetched; callers turn it into their own 4xx (naming their field). */
+export class FetchUrlError extends Error {
+  constructor(
+    readonly status: 400 | 413,
+    message: string,
+    readonly code: "invalid_url" | "payload_too_large",
+  ) {
+    super(message);
+  }
+}
+
 const fail = (url: string, reason: string, status: 400 | 413 = 400) =>
-  new InputTokensError(status, "", `Could not fetch '${url}': ${reason}.`, status === 413 ? "payload_too_large" : "invalid_url");
+  new FetchUrlError(status, `Could not fetch '${url}': ${reason}.`, status === 413 ? "payload_too_large" : "invalid_url");
 
 function guardedLookup(allowPrivate: boolean): net.LookupFunction {
   return (hostname, options, callback) => {
