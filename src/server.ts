@@ -1,50 +1,67 @@
-// Assembles Atrium: storage, keys, the services (each wrapped by auth), and one Fastify app that
-// serves REST (the transcoder), Connect, gRPC-Web and gRPC on one port.
+// Assembles Atrium: storage, keys, the API areas (services/index.ts, each wrapped by auth), and one
+// Fastify app that serves REST (the transcoder), Connect, gRPC-Web and gRPC. Building the app and
+// listening are apart: `buildServer` makes the app, `listen` binds the main one-port listener, and
+// `addListener` serves the same app on another port with its own connection facts (the mTLS port).
 import { mkdirSync, readFileSync } from "node:fs";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Server } from "node:net";
 import Fastify, { LogController, type FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
-import { createRegistry, type DescService } from "@bufbuild/protobuf";
-import { FilesService } from "../gen/atrium/v1/files_pb.js";
+import { createRegistry } from "@bufbuild/protobuf";
 import { file_atrium_v1_options } from "../gen/atrium/v1/options_pb.js";
-import { UploadsService } from "../gen/atrium/v1/uploads_pb.js";
-import { ModelsService } from "../gen/atrium/v1/models_pb.js";
-import { ResponsesService } from "../gen/atrium/v1/responses_pb.js";
 import type { AtriumConfig } from "./config.js";
 import { openStorage } from "./storage/index.js";
 import { KeyStore } from "./auth/keys.js";
 import { Authenticator } from "./auth/authenticate.js";
 import { bootstrap } from "./auth/bootstrap.js";
+import { requireAccessRules } from "./auth/access.js";
 import { secureService } from "./auth/secure.js";
 import { createOnePortServer, type TlsFiles } from "./transport/listener.js";
 import { connectPlugin } from "./transport/connect/plugin.js";
+import { requestContextValues, tagSocket } from "./transport/connection.js";
 import { API_VERSION, checkRequestHeaders, newRequestId } from "./transport/headers.js";
+import { RequestLog } from "./transport/request-log.js";
 import { ApiError, toRestError } from "./common/errors.js";
-import { allowedMethods, registerRestRoutes, type RegisteredService } from "./transport/rest/transcoder.js";
+import type { ServiceBinding } from "./common/service.js";
+import { allowedMethods, registerRestRoutes } from "./transport/rest/transcoder.js";
+import type { MultipartShape } from "./transport/rest/multipart.js";
 import { systemClock, type Clock, type ServiceDeps } from "./services/deps.js";
-import { Sweeper, timerKind } from "./services/common/timers.js";
-import { createFilesService } from "./services/files/handler.js";
-import { FILE_KIND } from "./services/files/files.js";
-import { createUploadsService } from "./services/uploads/handler.js";
-import { Uploads, UPLOAD_TIMER } from "./services/uploads/uploads.js";
-import { createModelsService } from "./services/models/handler.js";
-import { createResponsesService } from "./services/responses/handler.js";
+import { Sweeper } from "./services/common/timers.js";
+import type { ApiArea, AreaRuntime } from "./services/area.js";
+import { areas as defaultAreas } from "./services/index.js";
 
 export const JSON_BODY_LIMIT = 32 * 1024 * 1024;
 
 export interface StartOptions {
   clock?: Clock;
   logger?: Logger;
+  /** The areas to serve; default: every area of services/index.ts. */
+  areas?: ApiArea[];
 }
 
-export interface RunningServer {
+export interface AtriumServer {
   app: FastifyInstance;
-  url: string;
-  port: number;
   deps: ServiceDeps;
   sweeper: Sweeper;
   generatedAdminKey?: string;
+  /** Binds the main listener (ATRIUM_HOST/ATRIUM_PORT, TLS when configured). */
+  listen(): Promise<{ url: string; port: number }>;
+  /**
+   * Serves the same app on another port. Handlers see `listener: name` and the client certificate
+   * (when `tls.requestCert`) in their context's connection facts (transport/connection.ts).
+   */
+  addListener(name: string, opts: { host: string; port: number; tls?: TlsFiles }): Promise<ExtraListener>;
   close(): Promise<void>;
+}
+
+export interface ExtraListener {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export interface RunningServer extends AtriumServer {
+  url: string;
+  port: number;
 }
 
 function parseJsonBody(body: Buffer): unknown {
@@ -70,38 +87,53 @@ function fastifyErrorCode(status: number): string | null {
   return null;
 }
 
-export async function startServer(cfg: AtriumConfig, opts: StartOptions = {}): Promise<RunningServer> {
+const urlOf = (host: string, port: number, tls: boolean) => `${tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;
+
+export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): Promise<AtriumServer> {
+  const areas = opts.areas ?? defaultAreas;
+  const names = new Set<string>();
+  for (const a of areas) {
+    if (names.has(a.name)) throw new Error(`two API areas are named '${a.name}'`);
+    names.add(a.name);
+  }
   // Asynchronous log writes: a synchronous write per request line cost ~50-90 µs of CPU per
   // request in the bench. pino flushes what is pending on a normal exit.
-  const log = opts.logger ?? pino({ level: cfg.logLevel }, pino.destination({ sync: false }));
+  const destination = opts.logger ? undefined : pino.destination({ sync: false });
+  const log = opts.logger ?? pino({ level: cfg.logLevel }, destination!);
   mkdirSync(cfg.dataDir, { recursive: true });
   const clock = opts.clock ?? systemClock;
   // The store hides expired rows by the same clock the services and the sweeper use.
-  const { records, blobs } = await openStorage(cfg.dataDir, { now: () => clock.now() });
+  const { records, blobs } = await openStorage(cfg.dataDir, { now: () => clock.now(), migrations: areas.flatMap((a) => a.migrations ?? []) });
   const keys = new KeyStore(records);
   const { generatedAdminKey } = await bootstrap(keys, cfg);
   const deps: ServiceDeps = { records, blobs, keys, clock, log };
   const auth = new Authenticator(keys);
 
-  const uploads = new Uploads(deps);
-  const plain: Array<{ desc: DescService; impl: any }> = [
-    { desc: FilesService, impl: createFilesService(deps) },
-    { desc: UploadsService, impl: createUploadsService(deps, uploads) },
-    { desc: ModelsService, impl: createModelsService(deps) },
-    { desc: ResponsesService, impl: createResponsesService(deps, { fetch: { timeoutMs: cfg.fetchTimeoutMs, allowPrivate: cfg.fetchAllowPrivate } }) },
-  ];
-  const services: RegisteredService[] = plain.map(({ desc, impl }) => ({ desc, impl: secureService(desc, impl, auth) }));
+  const runtimes: AreaRuntime[] = [];
+  try {
+    for (const area of areas) runtimes.push(await area.setup({ deps, config: cfg }));
+    requireAccessRules(runtimes.flatMap((r) => r.services));
+  } catch (e) {
+    for (const r of runtimes) await r.stop?.();
+    await records.close();
+    throw e;
+  }
+  const plain = runtimes.flatMap((r) => r.services);
+  const services: ServiceBinding[] = plain.map((s) => secureService(s, auth));
+  const multipart: Record<string, MultipartShape> = Object.assign({}, ...areas.map((a) => a.multipart ?? {}));
 
   const sweeper = new Sweeper(records, clock, log);
-  sweeper.on(FILE_KIND, async (_scope, rec) => blobs.delete(rec.id));
-  sweeper.on(timerKind(UPLOAD_TIMER), async (scope, rec) => uploads.expire(scope, rec.id));
+  for (const r of runtimes) for (const [kind, handler] of Object.entries(r.expiry ?? {})) sweeper.on(kind, handler);
 
   const tls: TlsFiles | undefined = cfg.tlsCert ? { cert: readFileSync(cfg.tlsCert), key: readFileSync(cfg.tlsKey!) } : undefined;
+  const requestLog = new RequestLog(log, destination);
   // The server is our one-port HTTP/1.1 + h2c hybrid; Fastify's types only know one kind at a time.
   const app: FastifyInstance = (Fastify as any)({
     loggerInstance: log,
-    // One line per request, written by the onResponse hook below with both request ids.
+    // One line per request, written by the onResponse hook below with both request ids; no
+    // per-request child logger (errors are logged with their request id explicitly).
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: (logger: Logger) => logger,
     genReqId: () => newRequestId(),
     requestIdHeader: false,
     bodyLimit: JSON_BODY_LIMIT,
@@ -124,19 +156,17 @@ export async function startServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     reply.header("vendor-processing-ms", Math.round(reply.elapsedTime));
     done(null, payload);
   });
-  app.addHook("onResponse", (req, reply, done) => {
-    req.log.info(
-      { clientRequestId: (req as any).clientRequestId, method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
-      "request",
-    );
-    done();
-  });
-  app.setErrorHandler((err, _req, reply) => {
+  if (requestLog.enabled)
+    app.addHook("onResponse", (req, reply, done) => {
+      requestLog.write(req.id, (req as any).clientRequestId, req.method, req.url, reply.statusCode, reply.elapsedTime);
+      done();
+    });
+  app.setErrorHandler((err, req, reply) => {
     // Fastify's own errors (body too large, bad content length, ...) carry a statusCode.
     const status = (err as { statusCode?: number }).statusCode;
     const e = err instanceof ApiError ? err : status && status < 500 ? new ApiError(status, (err as Error).message, { code: fastifyErrorCode(status) }) : err;
     const { status: s, body, headers } = toRestError(e);
-    if (s >= 500) reply.log.error({ err }, "request failed");
+    if (s >= 500) log.error({ err, reqId: req.id }, "request failed");
     reply.code(s).headers(headers).type("application/json").send(body);
   });
 
@@ -146,7 +176,7 @@ export async function startServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   // Stock connect-fastify, with unary Connect calls on the lean path (src/transport/connect/).
   // JSON codecs need the registry to write the google.protobuf.Any extensions (ContentRange) and
   // error details (ErrorInfo) the services send.
-  await app.register(connectPlugin, { services, jsonOptions: { registry: createRegistry(file_atrium_v1_options) } });
+  await app.register(connectPlugin, { services, jsonOptions: { registry: createRegistry(file_atrium_v1_options) }, contextValues: requestContextValues });
 
   let bindings: ReturnType<typeof registerRestRoutes> = [];
   await app.register(async (scope) => {
@@ -159,7 +189,7 @@ export async function startServer(cfg: AtriumConfig, opts: StartOptions = {}): P
         done(e as Error, undefined);
       }
     });
-    bindings = registerRestRoutes(scope, { services });
+    bindings = registerRestRoutes(scope, { services, multipart, contextValues: requestContextValues });
   });
 
   app.setNotFoundHandler((req, reply) => {
@@ -175,21 +205,56 @@ export async function startServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     reply.code(404).send({ error: { message: `Invalid URL (${req.method} ${path})`, type: "invalid_request_error", param: null, code: null } });
   });
 
-  await app.listen({ host: cfg.host, port: cfg.port });
-  const port = (app.server.address() as AddressInfo).port;
-  sweeper.start();
-  const scheme = tls ? "https" : "http";
+  const extra = new Set<ExtraListener>();
+  let started = false;
   return {
     app,
-    url: `${scheme}://${cfg.host.includes(":") ? `[${cfg.host}]` : cfg.host}:${port}`,
-    port,
     deps,
     sweeper,
     generatedAdminKey,
+    async listen() {
+      await app.listen({ host: cfg.host, port: cfg.port });
+      started = true;
+      sweeper.start();
+      const port = (app.server.address() as AddressInfo).port;
+      return { url: urlOf(cfg.host, port, !!tls), port };
+    },
+    async addListener(name, o) {
+      await app.ready();
+      // app.routing is the handler Fastify's own server calls: same routes, hooks and errors.
+      const server: Server = createOnePortServer(app.routing as any, o.tls);
+      server.on(o.tls ? "secureConnection" : "connection", (socket) => tagSocket(socket, name));
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(o.port, o.host, () => resolve());
+      });
+      const port = (server.address() as AddressInfo).port;
+      const l: ExtraListener = {
+        url: urlOf(o.host, port, !!o.tls),
+        port,
+        close: () =>
+          new Promise<void>((resolve) => {
+            extra.delete(l);
+            (server as any).closeAllConnections?.();
+            server.close(() => resolve());
+          }),
+      };
+      extra.add(l);
+      return l;
+    },
     async close() {
-      await sweeper.stop();
+      for (const l of [...extra]) await l.close();
+      if (started) await sweeper.stop();
       await app.close();
+      for (const r of runtimes) await r.stop?.();
       await records.close();
     },
   };
+}
+
+/** Builds the server and binds its main listener. */
+export async function startServer(cfg: AtriumConfig, opts: StartOptions = {}): Promise<RunningServer> {
+  const server = await buildServer(cfg, opts);
+  const { url, port } = await server.listen();
+  return Object.assign(server, { url, port });
 }

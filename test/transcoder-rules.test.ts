@@ -16,6 +16,14 @@ import { file_google_api_annotations } from "../gen/google/api/annotations_pb.js
 import { file_google_api_httpbody } from "../gen/google/api/httpbody_pb.js";
 import { InvalidHttpRule, bindRoute, registerRestRoutes } from "../src/transport/rest/transcoder.js";
 import { FilesService } from "../gen/atrium/v1/files_pb.js";
+import { filesArea } from "../src/services/files/index.js";
+import { MissingAccessRule, requireAccessRules } from "../src/auth/access.js";
+import { buildServer } from "../src/server.js";
+import { configFromEnv } from "../src/config.js";
+import { areas } from "../src/services/index.js";
+import { tempDir } from "./helpers/server.js";
+import pino from "pino";
+import { rmSync } from "node:fs";
 
 const imports = [file_google_protobuf_descriptor, file_google_api_http, file_google_api_annotations, file_google_api_httpbody];
 
@@ -102,11 +110,35 @@ describe("google.api.http rules are validated at start-up", () => {
     );
     const a = serviceWith({ pattern: { case: "get", value: "/v1/files/{id}" } });
     const files = { desc: FilesService, impl: Object.fromEntries(FilesService.methods.map((m) => [m.localName, async () => ({})])) };
-    expect(() => registerRestRoutes(Fastify(), { services: [files, { desc: a, impl }] })).toThrow(/clashes with atrium\.v1\.FilesService\.GetFile/);
+    expect(() => registerRestRoutes(Fastify(), { services: [files, { desc: a, impl }], multipart: filesArea.multipart })).toThrow(/clashes with atrium\.v1\.FilesService\.GetFile/);
     await app.close();
   });
 
   it("fails registration when a method has no implementation", () => {
-    expect(() => registerRestRoutes(Fastify(), { services: [{ desc: FilesService, impl: {} }] })).toThrow(/no implementation/);
+    expect(() => registerRestRoutes(Fastify(), { services: [{ desc: FilesService, impl: {} }], multipart: filesArea.multipart })).toThrow(/no implementation/);
+  });
+});
+
+describe("atrium.v1.access is mandatory", () => {
+  const open = serviceWith({ pattern: { case: "get", value: "/v1/things/{id}" } });
+
+  it("every RPC the server serves has an access rule", () => {
+    expect(() => requireAccessRules([{ desc: FilesService, impl: {} }])).not.toThrow();
+  });
+
+  it("a method without (atrium.v1.access) is named and refused", () => {
+    expect(() => requireAccessRules([{ desc: FilesService, impl: {} }, { desc: open, impl: {} }])).toThrow(MissingAccessRule);
+    expect(() => requireAccessRules([{ desc: open, impl: {} }])).toThrow(/missing on: t\.v1\.S\.M/);
+  });
+
+  it("the server refuses to start with an area serving such a method", async () => {
+    const dir = tempDir();
+    try {
+      const cfg = configFromEnv({ ATRIUM_PORT: "0", ATRIUM_DATA_DIR: dir, ATRIUM_API_KEY: "sk-access-rule-test-0001" });
+      const extra = { name: "open", setup: () => ({ services: [{ desc: open, impl: { m: async () => ({}) } }] }) };
+      await expect(buildServer(cfg, { logger: pino({ level: "silent" }), areas: [...areas, extra] })).rejects.toThrow(MissingAccessRule);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

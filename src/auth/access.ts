@@ -3,6 +3,7 @@
 import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
 import { access as accessExt, type Access } from "../../gen/atrium/v1/options_pb.js";
 import { ApiError } from "../common/errors.js";
+import type { ServiceBinding } from "../common/service.js";
 import type { Principal } from "./principal.js";
 
 const rules = new Map<DescMethod, Access | undefined>();
@@ -12,9 +13,21 @@ function ruleOf(method: DescMethod): Access | undefined {
   return rules.get(method);
 }
 
+export class MissingAccessRule extends Error {}
+
+/**
+ * Start-up check: every RPC must say who may call it. A method without the option would
+ * otherwise be open to every key, so the server refuses to start instead.
+ */
+export function requireAccessRules(services: ServiceBinding[]): void {
+  const missing = services.flatMap(({ desc }) => desc.methods.filter((m) => !ruleOf(m)).map((m) => `${desc.typeName}.${m.name}`));
+  if (missing.length) throw new MissingAccessRule(`every RPC needs an (atrium.v1.access) option; missing on: ${missing.join(", ")}`);
+}
+
 export function authorize(p: Principal, method: DescMethod): void {
   const a = ruleOf(method);
-  if (!a) return;
+  // Unreachable after requireAccessRules; fail closed all the same.
+  if (!a) throw new ApiError(403, "This operation has no access rule and cannot be called.", { code: "insufficient_permissions" });
   if (a.admin && p.kind !== "admin_key")
     throw new ApiError(403, "This operation requires an admin API key.", { type: "invalid_request_error", code: "admin_key_required" });
   if (a.denyWorkloadIdentity && p.kind === "workload_token")

@@ -1,15 +1,15 @@
 // Wraps a service implementation so every method first authenticates the caller and checks the
 // method's access rule. The REST transcoder, the Connect/gRPC router and the lean Connect unary
 // path all receive the wrapped implementation, so no protocol can skip it.
-import type { DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
+import type { ServiceBinding } from "../common/service.js";
 import { authorize } from "./access.js";
 import type { Authenticator } from "./authenticate.js";
 import { principalKey, type Principal } from "./principal.js";
 
-type AnyImpl = Record<string, (req: any, ctx: HandlerContext) => any>;
+type AnyImpl = ServiceBinding["impl"];
 
-export function secureService(desc: DescService, impl: AnyImpl, auth: Authenticator): AnyImpl {
+export function secureService({ desc, impl }: ServiceBinding, auth: Authenticator): ServiceBinding {
   const out: AnyImpl = {};
   for (const method of desc.methods) {
     const fn = impl[method.localName];
@@ -33,5 +33,5 @@ export function secureService(desc: DescService, impl: AnyImpl, auth: Authentica
       };
     }
   }
-  return out;
+  return { desc, impl: out };
 }

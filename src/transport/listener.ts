@@ -17,13 +17,19 @@ type Handler = (req: any, res: any) => void;
 export interface TlsFiles {
   cert: Buffer;
   key: Buffer;
+  /**
+   * Ask clients for a certificate (the mTLS listener). The handshake does not reject unknown
+   * issuers: which roots a certificate must chain to depends on the organization and project it
+   * claims, so the chain is checked by the code that uses it, not by the TLS layer.
+   */
+  requestCert?: boolean;
 }
 
 export function createOnePortServer(handler: Handler, tls?: TlsFiles): net.Server {
   const h2settings = { maxHeaderListSize: MAX_HEADER_BYTES };
   if (tls) {
     const secure = http2.createSecureServer(
-      { cert: tls.cert, key: tls.key, allowHTTP1: true, ALPNProtocols: ["h2", "http/1.1"], settings: h2settings, maxSessionMemory: 64 },
+      { cert: tls.cert, key: tls.key, requestCert: !!tls.requestCert, rejectUnauthorized: false, allowHTTP1: true, ALPNProtocols: ["h2", "http/1.1"], settings: h2settings, maxSessionMemory: 64 },
       handler,
     );
     // The secure server has no closeAllConnections/closeIdleConnections of its own, so Fastify's

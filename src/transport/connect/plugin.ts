@@ -9,16 +9,13 @@ import type { ConnectRouter, ConnectRouterOptions, ContextValues } from "@connec
 import { createMethodUrl, validateUniversalHandlerOptions } from "@connectrpc/connect/protocol";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
+import type { ServiceBinding } from "../../common/service.js";
 import { createLeanUnaryHandler, leanFormat, LeanFormat, type LeanUnaryOptions } from "./lean-unary.js";
 
-export interface ConnectService {
-  desc: DescService;
-  impl: Record<string, (...args: any[]) => any>;
-}
 
 export interface ConnectPluginOptions extends ConnectRouterOptions {
   /** The services to serve: the same implementations the REST transcoder calls. */
-  services: ConnectService[];
+  services: ServiceBinding[];
   /** Serve unary Connect calls on the lean path (default true). */
   lean?: boolean;
   /** As in connect-fastify: context values for each request. */
@@ -28,7 +25,7 @@ export interface ConnectPluginOptions extends ConnectRouterOptions {
 }
 
 /** The onRoute hook that fronts each unary Connect route with the lean handler. */
-export function leanUnaryRoutes(services: ConnectService[], options: ConnectPluginOptions) {
+export function leanUnaryRoutes(services: ServiceBinding[], options: ConnectPluginOptions) {
   const base = validateUniversalHandlerOptions(options);
   const opt: LeanUnaryOptions = {
     // connect-fastify's default, so both paths negotiate the same response compressions.

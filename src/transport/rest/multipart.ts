@@ -1,6 +1,6 @@
 // The one REST shape no google.api.http annotation expresses: multipart/form-data uploads.
-// Declared here, once, and mapped onto the same client-streaming RPCs Connect and gRPC callers
-// use: the form's text fields (with `a[b]` naming nested field a.b) and the path parameters fill
+// Each area declares the shapes of its uploads (its ApiArea's `multipart`), and they are mapped here,
+// once, onto the same client-streaming RPCs Connect and gRPC callers use: the form's text fields (with `a[b]` naming nested field a.b) and the path parameters fill
 // request messages, and the file part is streamed as a sequence of messages carrying one chunk
 // each, so a 512 MB upload never sits in memory.
 import busboy from "busboy";
@@ -18,11 +18,6 @@ export interface MultipartShape {
   /** Request field that receives the part's filename, if any. */
   filename?: string;
 }
-
-export const multipartShapes: Record<string, MultipartShape> = {
-  "atrium.v1.FilesService.CreateFile": { file: "file", chunk: "chunk", filename: "filename" },
-  "atrium.v1.UploadsService.AddUploadPart": { file: "data", chunk: "data" },
-};
 
 type Event =
   | { kind: "field"; name: string; value: string; truncated: boolean }

@@ -10,19 +10,16 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { create, getOption, hasOption, type DescField, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
-import { createContextValues } from "@connectrpc/connect";
+import { createContextValues, type ContextValues } from "@connectrpc/connect";
 import { http } from "../../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../../gen/google/api/http_pb.js";
 import { http_header, ContentRangeSchema } from "../../../gen/atrium/v1/options_pb.js";
 import { ApiError, toRestError } from "../../common/errors.js";
+import type { ServiceBinding } from "../../common/service.js";
 import { decodeStringValue, fromRestJson, restJsonAcceptsInit, toRestJson } from "./json.js";
-import { isMultipart, multipartMessages, multipartShapes, type MultipartShape } from "./multipart.js";
+import { isMultipart, multipartMessages, type MultipartShape } from "./multipart.js";
 import { NodeHeaders } from "../node-headers.js";
 
-export interface RegisteredService {
-  desc: DescService;
-  impl: Record<string, (...args: any[]) => any>;
-}
 
 interface RouteBinding {
   service: DescService;
@@ -58,7 +55,7 @@ function ruleVerb(rule: HttpRule): { verb: RouteBinding["verb"]; path: string } 
 }
 
 /** Reads and validates one method's rule. */
-export function bindRoute(service: DescService, method: DescMethod): RouteBinding | undefined {
+export function bindRoute(service: DescService, method: DescMethod, multipartShapes: Record<string, MultipartShape> = {}): RouteBinding | undefined {
   if (!hasOption(method, http)) return undefined;
   const where = `${service.typeName}.${method.name}`;
   const rule = getOption(method, http);
@@ -133,7 +130,6 @@ export function bindRoute(service: DescService, method: DescMethod): RouteBindin
 class RestContext implements HandlerContext {
   readonly responseHeader = new Headers();
   readonly responseTrailer = new Headers();
-  readonly values = createContextValues();
   readonly protocolName = "rest";
   private controller: AbortController | undefined;
   constructor(
@@ -143,6 +139,7 @@ class RestContext implements HandlerContext {
     readonly url: string,
     readonly requestHeader: Headers,
     private readonly reply: FastifyReply,
+    readonly values: ContextValues,
   ) {}
   get signal(): AbortSignal {
     if (!this.controller) {
@@ -273,7 +270,11 @@ async function handleDownload(b: RouteBinding, impl: Function, req: FastifyReque
 }
 
 export interface TranscoderOptions {
-  services: RegisteredService[];
+  services: ServiceBinding[];
+  /** Multipart shapes of client-streaming RPCs, keyed by "package.Service.Method". */
+  multipart?: Record<string, MultipartShape>;
+  /** As the Connect plugin's option: context values for each request (connection facts). */
+  contextValues?: (req: FastifyRequest) => ContextValues;
 }
 
 /** Registers every annotated RPC as a REST route inside `scope` (a Fastify plugin context). */
@@ -282,7 +283,7 @@ export function registerRestRoutes(scope: FastifyInstance, opts: TranscoderOptio
   const seen = new Map<string, string>();
   for (const { desc, impl } of opts.services) {
     for (const method of desc.methods) {
-      const b = bindRoute(desc, method);
+      const b = bindRoute(desc, method, opts.multipart);
       if (!b) continue;
       const key = `${b.verb} ${b.fastifyPath.replace(/:[a-z_0-9]+/g, ":")}`;
       if (seen.has(key)) throw new InvalidHttpRule(`${desc.typeName}.${method.name}: ${b.verb} ${b.template} clashes with ${seen.get(key)}`);
@@ -296,7 +297,7 @@ export function registerRestRoutes(scope: FastifyInstance, opts: TranscoderOptio
         method: b.verb,
         url: b.fastifyPath,
         handler: async (req, reply) => {
-          const ctx = new RestContext(desc, method, req.method, req.url, new NodeHeaders(req.headers) as unknown as Headers, reply);
+          const ctx = new RestContext(desc, method, req.method, req.url, new NodeHeaders(req.headers) as unknown as Headers, reply, opts.contextValues?.(req) ?? createContextValues());
           try {
             await handler(b, fn.bind(impl), req, reply, ctx);
           } catch (err) {

@@ -1,0 +1,38 @@
+// An API area (files, uploads, vector stores, ...) is one module exporting one ApiArea. The server
+// registers the list in services/index.ts and does the rest: migrations go to the store before
+// it opens, services are wrapped by auth and served on every protocol, multipart shapes reach the
+// transcoder, expiry handlers the sweeper, and job handlers the runner. Adding an area touches its
+// own folder and one line in that list (README, "Adding an API area").
+import type { AtriumConfig } from "../config.js";
+import type { ServiceBinding } from "../common/service.js";
+import type { Migration } from "../storage/index.js";
+import type { MultipartShape } from "../transport/rest/multipart.js";
+import type { ExpiryHandler } from "./common/timers.js";
+import type { ServiceDeps } from "./deps.js";
+
+/** What an area is built from at start-up. */
+export interface AreaContext {
+  deps: ServiceDeps;
+  config: AtriumConfig;
+}
+
+/** What an area contributes once built. */
+export interface AreaRuntime {
+  services: ServiceBinding[];
+  /** Called for each expired record of a kind (a record kind, or timerKind(name) for a timer). */
+  expiry?: Record<string, ExpiryHandler>;
+  /** Called when the server stops, after it stopped taking requests. */
+  stop?(): Promise<void>;
+}
+
+export interface ApiArea {
+  /** Short, unique: "files", "vector_stores". */
+  name: string;
+  /** SQLite migrations for tables the area keeps beside the records (ids must be stable forever). */
+  migrations?: Migration[];
+  /** Multipart shapes of its client-streaming RPCs, keyed by "package.Service.Method". */
+  multipart?: Record<string, MultipartShape>;
+  /** A top-level section of ATRIUM_CONFIG the area reads, with its JSON schema. */
+  configSection?: { name: string; schema: object };
+  setup(ctx: AreaContext): AreaRuntime | Promise<AreaRuntime>;
+}

@@ -1,0 +1,9 @@
+// Every API area the server serves, in registration order. Adding an area: its own folder under
+// services/ with an index.ts exporting an ApiArea, and one line here.
+import type { ApiArea } from "./area.js";
+import { filesArea } from "./files/index.js";
+import { modelsArea } from "./models/index.js";
+import { responsesArea } from "./responses/index.js";
+import { uploadsArea } from "./uploads/index.js";
+
+export const areas: ApiArea[] = [filesArea, uploadsArea, modelsArea, responsesArea];

@@ -1,0 +1,16 @@
+// The Responses area: token counting (POST /v1/responses/input_tokens, spec 4.1).
+import { ResponsesService } from "../../../gen/atrium/v1/responses_pb.js";
+import type { ApiArea } from "../area.js";
+import { createResponsesService } from "./handler.js";
+
+export const responsesArea: ApiArea = {
+  name: "responses",
+  setup: ({ deps, config }) => ({
+    services: [
+      {
+        desc: ResponsesService,
+        impl: createResponsesService(deps, { fetch: { timeoutMs: config.fetchTimeoutMs, allowPrivate: config.fetchAllowPrivate } }),
+      },
+    ],
+  }),
+};
