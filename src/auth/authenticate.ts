@@ -64,14 +64,14 @@ export class Authenticator {
    */
   authenticateCached(headers: HeaderSource): Principal | undefined {
     const { token, orgHeader, projectHeader } = parseCredentials(headers);
-    const key = this.keys.cached(token)?.rec;
+    const key = this.keys.cached(token)?.value;
     if (!key) return undefined;
     const membership = selectMembership(key.memberships, orgHeader, projectHeader);
     let project: Project | undefined;
     if (membership.projectId === null && projectHeader) {
       const hit = this.keys.cachedProject(projectHeader);
       if (!hit) return undefined;
-      project = hit.p;
+      project = hit.value;
     }
     return keyPrincipal(key, membership, projectHeader, project);
   }

@@ -5,6 +5,7 @@
 import * as crypto from "node:crypto";
 import { createHash, randomBytes } from "node:crypto";
 import type { RecordStore } from "../storage/types.js";
+import { TtlCache } from "../common/cache.js";
 import type { Role } from "./principal.js";
 
 export const SYSTEM = { projectId: "" };
@@ -55,7 +56,8 @@ export function newSecret(kind: "standard" | "admin"): string {
 const CACHE_MS = 2000;
 
 export class KeyStore {
-  private cache = new Map<string, { rec: ApiKeyRecord | undefined; until: number }>();
+  private readonly cache = new TtlCache<ApiKeyRecord | undefined>({ max: 10_000, ttlMs: CACHE_MS });
+  private readonly projectCache = new TtlCache<Project | undefined>({ max: 10_000, ttlMs: CACHE_MS });
   constructor(private readonly records: RecordStore) {}
 
   private keys() {
@@ -66,20 +68,17 @@ export class KeyStore {
    * The cached answer of lookup(secret) while it is fresh, without touching storage: `{ rec }`
    * (rec undefined: not a live key), or undefined when lookup() has to read the store.
    */
-  cached(secret: string): { rec: ApiKeyRecord | undefined } | undefined {
-    const hit = this.cache.get(hashKey(secret));
-    return hit && hit.until > Date.now() ? hit : undefined;
+  cached(secret: string): { value: ApiKeyRecord | undefined } | undefined {
+    return this.cache.lookup(hashKey(secret));
   }
 
   async lookup(secret: string): Promise<ApiKeyRecord | undefined> {
     const hash = hashKey(secret);
-    const now = Date.now();
-    const hit = this.cache.get(hash);
-    if (hit && hit.until > now) return hit.rec;
+    const hit = this.cache.lookup(hash);
+    if (hit) return hit.value;
     const rec = (await this.keys().get(SYSTEM, hash))?.data;
     const live = rec && rec.revokedAt === null ? rec : undefined;
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(hash, { rec: live, until: now + CACHE_MS });
+    this.cache.set(hash, live);
     return live;
   }
 
@@ -125,21 +124,16 @@ export class KeyStore {
     else await c.insert(SYSTEM, { id: p.id, parentId: p.organizationId, createdAt: Math.floor(Date.now() / 1000), data: p });
   }
 
-  private projectCache = new Map<string, { p: Project | undefined; until: number }>();
-
-  /** The cached answer of project(id) while it is fresh (`{ p }`), else undefined. */
-  cachedProject(id: string): { p: Project | undefined } | undefined {
-    const hit = this.projectCache.get(id);
-    return hit && hit.until > Date.now() ? hit : undefined;
+  /** The cached answer of project(id) while it is fresh (`{ value }`), else undefined. */
+  cachedProject(id: string): { value: Project | undefined } | undefined {
+    return this.projectCache.lookup(id);
   }
 
   async project(id: string): Promise<Project | undefined> {
-    const now = Date.now();
-    const hit = this.projectCache.get(id);
-    if (hit && hit.until > now) return hit.p;
+    const hit = this.projectCache.lookup(id);
+    if (hit) return hit.value;
     const p = (await this.records.collection<Project>("project").get(SYSTEM, id))?.data;
-    if (this.projectCache.size > 10_000) this.projectCache.clear();
-    this.projectCache.set(id, { p, until: now + CACHE_MS });
+    this.projectCache.set(id, p);
     return p;
   }
 

@@ -1,7 +1,8 @@
 // Wraps a service implementation so every method first authenticates the caller and checks the
-// method's access rule. The REST transcoder, the Connect/gRPC router and the lean Connect unary
+// method's access rule, and storage errors a handler lets through leave as the one error model. The REST transcoder, the Connect/gRPC router and the lean Connect unary
 // path all receive the wrapped implementation, so no protocol can skip it.
 import type { HandlerContext } from "@connectrpc/connect";
+import { fromStorageError } from "../common/errors.js";
 import type { ServiceBinding } from "../common/service.js";
 import { authorize } from "./access.js";
 import type { Authenticator } from "./authenticate.js";
@@ -24,12 +25,20 @@ export function secureService({ desc, impl }: ServiceBinding, auth: Authenticato
     if (method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming") {
       out[method.localName] = async function* (req: any, ctx: HandlerContext) {
         admit(ctx, auth.authenticateCached(ctx.requestHeader) ?? (await auth.authenticate(ctx.requestHeader)));
-        yield* fn.call(impl, req, ctx);
+        try {
+          yield* fn.call(impl, req, ctx);
+        } catch (e) {
+          throw fromStorageError(e);
+        }
       };
     } else {
       out[method.localName] = async (req: any, ctx: HandlerContext) => {
         admit(ctx, auth.authenticateCached(ctx.requestHeader) ?? (await auth.authenticate(ctx.requestHeader)));
-        return fn.call(impl, req, ctx);
+        try {
+          return await fn.call(impl, req, ctx);
+        } catch (e) {
+          throw fromStorageError(e);
+        }
       };
     }
   }

@@ -4,6 +4,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { ErrorInfoSchema } from "../../gen/atrium/v1/options_pb.js";
+import { BlobTooLarge, DuplicateRecord, VersionConflict } from "../storage/types.js";
 
 export type ErrorType =
   | "invalid_request_error"
@@ -128,4 +129,22 @@ export function toRestError(err: unknown): { status: number; body: RestErrorBody
     body: { error: { message: "The server had an error while processing your request.", type: "server_error", param: null, code: "internal_error" } },
     headers: {},
   };
+}
+
+/** 404 for a resource of this project that does not exist (or belongs to another project). */
+export function notFound(kind: string, id: string, param: string | null = null): ApiError {
+  return new ApiError(404, `No such ${kind}: ${id}`, { param, code: null });
+}
+
+/**
+ * Storage errors that reach a handler's caller unhandled, mapped once here rather than at every
+ * call site: a concurrent change is a 409 the caller may retry, a too-large blob a 413.
+ * Anything else passes through (and becomes a 500 without detail).
+ */
+export function fromStorageError(err: unknown): unknown {
+  if (err instanceof VersionConflict)
+    return new ApiError(409, "The object was changed by another request at the same time; retry the request.", { code: "conflict", type: "conflict_error", cause: err });
+  if (err instanceof DuplicateRecord) return new ApiError(409, "An object with this id already exists.", { code: "conflict", type: "conflict_error", cause: err });
+  if (err instanceof BlobTooLarge) return new ApiError(413, `The content is too large: the limit is ${err.limit} bytes.`, { code: "request_too_large", cause: err });
+  return err;
 }

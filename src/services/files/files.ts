@@ -1,7 +1,7 @@
 // Files: the domain rules (purposes, limits, expiry) and storage, shared by the Files service and
 // by Uploads, which complete into a File. Record metadata and bytes are kept apart: the record in
 // the RecordStore, the content in the BlobStore under the file's id.
-import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
+import { ApiError, invalidParam, missingParam, notFound } from "../../common/errors.js";
 import type { Scope, StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { newId } from "../../common/ids.js";
@@ -106,7 +106,7 @@ export class Files {
 
   async get(scope: Scope, id: string, param = "file_id"): Promise<StoredRecord<FileRecord>> {
     const r = await this.collection.get(scope, id);
-    if (!r) throw new ApiError(404, `No such File object: ${id}`, { param, code: null });
+    if (!r) throw notFound("File object", id, param);
     return r;
   }
 

@@ -1,16 +1,14 @@
 // FilesService (spec 4.5): upload, list, retrieve, download, delete.
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { anyPack } from "@bufbuild/protobuf/wkt";
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   FilesService,
   type CreateFileRequest,
   type FileSchema,
 } from "../../../gen/atrium/v1/files_pb.js";
-import { ContentRangeSchema } from "../../../gen/atrium/v1/options_pb.js";
 import { scopeOf } from "../../auth/principal.js";
 import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
-import { parseRange } from "../../transport/rest/range.js";
+import { downloadBlob } from "../../common/download.js";
 import { BlobTooLarge, type StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
@@ -99,22 +97,7 @@ export function createFilesService(deps: ServiceDeps): ServiceImpl<typeof FilesS
 
     async *getFileContent(req, ctx) {
       const rec = (await files.get(scopeOf(ctx), req.fileId)).data;
-      const range = parseRange(req.range, rec.bytes);
-      const info = create(ContentRangeSchema, {
-        size: BigInt(rec.bytes),
-        partial: !!range,
-        start: BigInt(range?.start ?? 0),
-        end: BigInt(range?.end ?? Math.max(0, rec.bytes - 1)),
-      });
-      const head = { contentType: rec.mimeType, extensions: [anyPack(ContentRangeSchema, info)] };
-      let sentHead = false;
-      for await (const chunk of deps.blobs.get(rec.id, range)) {
-        if (!sentHead) {
-          sentHead = true;
-          yield { ...head, data: chunk };
-        } else yield { data: chunk };
-      }
-      if (!sentHead) yield head;
+      yield* downloadBlob(deps.blobs, { key: rec.id, size: rec.bytes, contentType: rec.mimeType, range: req.range });
     },
 
     async deleteFile(req, ctx) {

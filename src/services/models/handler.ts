@@ -4,6 +4,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { ModelsService } from "../../../gen/atrium/v1/models_pb.js";
 import { scopeOf } from "../../auth/principal.js";
 import { ApiError } from "../../common/errors.js";
+import { allRecords } from "../../common/pages.js";
 import type { ServiceDeps } from "../deps.js";
 import { BUILTIN_MODELS, builtinModel } from "./catalog.js";
 
@@ -24,13 +25,7 @@ export function createModelsService(deps: ServiceDeps): ServiceImpl<typeof Model
   return {
     async listModels(_req, ctx) {
       const scope = scopeOf(ctx);
-      const own = [];
-      for (let after: string | undefined; ; ) {
-        const page = await tuned().list(scope, { after, limit: 1000, order: "asc" });
-        own.push(...page.records.map((r) => ({ id: r.id, object: "model", created: BigInt(r.data.created), ownedBy: r.data.ownedBy })));
-        if (!page.hasMore) break;
-        after = page.records[page.records.length - 1].id;
-      }
+      const own = (await allRecords(tuned(), scope, { order: "asc" })).map((r) => ({ id: r.id, object: "model", created: BigInt(r.data.created), ownedBy: r.data.ownedBy }));
       return { object: "list", data: own.length ? [...builtin, ...own] : builtin };
     },
 

@@ -2,7 +2,7 @@
 // Parts are records under the upload with their bytes in their own blobs, so parts can arrive in
 // parallel; completion streams them, in the caller's order, into the new file's blob.
 import type { Scope, StoredRecord } from "../../storage/types.js";
-import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
+import { ApiError, invalidParam, missingParam, notFound } from "../../common/errors.js";
 import { BlobTooLarge, VersionConflict } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { newId } from "../../common/ids.js";
@@ -99,7 +99,7 @@ export class Uploads {
 
   async get(scope: Scope, id: string): Promise<StoredRecord<UploadRecord>> {
     const r = await this.uploads.get(scope, id);
-    if (!r) throw new ApiError(404, `No such Upload object: ${id}`, { param: "upload_id" });
+    if (!r) throw notFound("Upload object", id, "upload_id");
     // Past its deadline but not yet swept: it is expired all the same.
     if (r.data.status === "pending" && this.deps.clock.now() >= r.data.expiresAt) {
       await this.expire(scope, id);

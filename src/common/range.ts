@@ -1,5 +1,5 @@
 // HTTP Range for downloads (RFC 9110 §14): one "bytes=" range, as players and resumable clients send.
-import { ApiError } from "../../common/errors.js";
+import { ApiError } from "./errors.js";
 
 export interface ByteRange {
   start: number;

@@ -1,0 +1,67 @@
+// Metadata and attributes (spec 2, "Metadata", "Attributes"; limits in spec 8): at most 16 pairs,
+// keys up to 64 characters, string values up to 512; attributes may also hold numbers and
+// booleans. The messages follow the platform's wording for the same violations.
+import { invalidParam } from "./errors.js";
+
+export const MAX_PAIRS = 16;
+export const MAX_KEY_CHARS = 64;
+export const MAX_VALUE_CHARS = 512;
+
+function checkPairs(map: Record<string, unknown>, param: string, value: (v: unknown, at: string) => void) {
+  const keys = Object.keys(map);
+  if (keys.length > MAX_PAIRS)
+    throw invalidParam(
+      param,
+      `Invalid '${param}': too many properties. Expected an object with at most ${MAX_PAIRS} properties, but got an object with ${keys.length} properties instead.`,
+      "object_above_max_properties",
+    );
+  for (const k of keys) {
+    if (k.length > MAX_KEY_CHARS)
+      throw invalidParam(
+        param,
+        `Invalid '${param}': key too long. Expected keys with maximum length ${MAX_KEY_CHARS}, but got a key with length ${k.length} instead.`,
+        "key_too_long",
+      );
+    value(map[k], `${param}.${k}`);
+  }
+}
+
+function checkString(v: string, at: string) {
+  if (v.length > MAX_VALUE_CHARS)
+    throw invalidParam(
+      at,
+      `Invalid '${at}': string too long. Expected a string with maximum length ${MAX_VALUE_CHARS}, but got a string with length ${v.length} instead.`,
+      "string_above_max_length",
+    );
+}
+
+/** Metadata: string values only. */
+export function checkMetadata(map: Record<string, unknown> | undefined | null, param = "metadata"): Record<string, string> | null {
+  if (map === undefined || map === null) return null;
+  checkPairs(map, param, (v, at) => {
+    if (typeof v !== "string") throw invalidParam(at, `Invalid type for '${at}': expected a string, but got ${describe(v)} instead.`, "invalid_type");
+    checkString(v, at);
+  });
+  return map as Record<string, string>;
+}
+
+export type AttributeValue = string | number | boolean;
+
+/** Attributes: strings (≤ 512), finite numbers or booleans. */
+export function checkAttributes(map: Record<string, unknown> | undefined | null, param = "attributes"): Record<string, AttributeValue> | null {
+  if (map === undefined || map === null) return null;
+  checkPairs(map, param, (v, at) => {
+    if (typeof v === "string") checkString(v, at);
+    else if (typeof v === "boolean") return;
+    else if (typeof v !== "number" || !Number.isFinite(v))
+      throw invalidParam(at, `Invalid type for '${at}': expected a string, number or boolean, but got ${describe(v)} instead.`, "invalid_type");
+  });
+  return map as Record<string, AttributeValue>;
+}
+
+function describe(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "an array";
+  if (typeof v === "number") return "a non-finite number";
+  return typeof v === "object" ? "an object" : `a ${typeof v}`;
+}
