@@ -21,14 +21,14 @@ import pino from "pino";
 import { create } from "@bufbuild/protobuf";
 import { createContextValues } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
-// Atrium's own compiled service code (npm run bench builds first).
-import { openStorage } from "../dist/src/storage/index.js";
-import { KeyStore } from "../dist/src/auth/keys.js";
-import { principalKey } from "../dist/src/auth/principal.js";
-import { systemClock } from "../dist/src/services/deps.js";
-import { createModelsService } from "../dist/src/services/models/handler.js";
-import { Uploads } from "../dist/src/services/uploads/uploads.js";
-import { ModelsService, GetModelRequestSchema, ListModelsRequestSchema } from "../dist/gen/atrium/v1/models_pb.js";
+// Atrium's own service code (tsx transpiles it as tsc does: plain JS, no type checks at run time).
+import { openStorage } from "../src/storage/index.js";
+import { KeyStore } from "../src/auth/keys.js";
+import { principalKey } from "../src/auth/principal.js";
+import { systemClock } from "../src/services/deps.js";
+import { createModelsService } from "../src/services/models/handler.js";
+import { Uploads } from "../src/services/uploads/uploads.js";
+import { ModelsService, GetModelRequestSchema, ListModelsRequestSchema } from "../gen/atrium/v1/models_pb.js";
 
 const port = Number(process.env.BENCH_PORT);
 const dir = process.env.BENCH_DIR!;

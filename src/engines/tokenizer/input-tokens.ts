@@ -4,7 +4,7 @@
  * resolved through `deps`, and every bad input is an `InputTokensError` naming the JSON path.
  *
  * What is counted (model parameters in models.ts):
- *   - messages — cookbook `num_tokens_from_messages`: perMessage (3) + enc(role) + enc(each text
+ *   - messages — the published per-message rule (README.md, "Counting rules"): perMessage (3) + enc(role) + enc(each text
  *     part) + image/file tokens of its parts, + perName (1) + enc(name) when a `name` is given;
  *     several text parts are counted part by part;
  *   - `instructions` — a leading message with role developer (reasoning models) or system;
@@ -15,7 +15,7 @@
  *     published); text/json_object formats add nothing;
  *   - `reasoning`, `tool_choice`, `parallel_tool_calls`, `truncation` are validated and add
  *     nothing (they steer decoding, they are not rendered as input).
- * Other input items (not in the cookbook; Atrium's documented convention):
+ * Other input items (not in the published rules; Atrium's documented convention):
  *   - function_call / custom_tool_call: perMessage + enc("assistant") + enc(name) +
  *     enc(arguments | input) — a tool call is an assistant turn carrying the name and arguments;
  *   - function_call_output / custom_tool_call_output: perMessage + enc("tool") + the output

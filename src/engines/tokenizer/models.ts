@@ -1,9 +1,8 @@
 /**
  * Model → encoding and counting parameters.
  *
- * Sources: tiktoken `model.py` (encodings), the OpenAI cookbook "How to count tokens with
- * tiktoken" (message and tool constants), the vision guide "Calculating costs" (image constants);
- * all summarized in shared/reference/platform-facts.md, "Token counting".
+ * Where each constant comes from: README.md beside this file, "Which tokenizer, and why" (the
+ * encodings) and "Counting rules" (message, tool and image constants).
  *
  * A model id resolves when it is a known base name, or a known base name followed by a snapshot
  * suffix (`-2024-08-06`, `-0613`, `-latest`), or a fine-tuned id `ft:<base>:<org>:<suffix>:<id>`

@@ -1,9 +1,9 @@
 /**
  * Token count of the `tools` of a response request.
  *
- * Function tools follow the OpenAI cookbook's `num_tokens_for_tools` ("How to count tokens with
- * tiktoken", section 7), which matches the platform's counts for its example (101 tokens on
- * gpt-4o, 105 on gpt-4, messages included):
+ * Function tools follow the published per-function rule (README.md beside this file, "Counting
+ * rules", with its source), which matches the platform's counts for its example (101 tokens on
+ * gpt-4o, 105 on gpt-4, messages included; test/helpers/token-fixtures.ts):
  *
  *   per function:   funcInit + enc(`${name}:${description}`)       (one trailing "." dropped)
  *   if it has properties:  propInit, then per property
@@ -11,7 +11,7 @@
  *                   and if it has an enum: enumInit + Σ (enumItem + enc(item))
  *   once, after all functions:  funcEnd
  *
- * The cookbook stops at flat properties. Atrium extends it the same way it treats the top level
+ * The published rule stops at flat properties. Atrium extends it the same way it treats the top level
  * (documented convention, not a published rule):
  *   - a property whose schema has `properties` (a nested object) adds propInit plus its own
  *     properties, recursively, each counted like a top-level property;
@@ -23,7 +23,7 @@
  *     the same way for anyOf/oneOf, the last segment of a `$ref`, else "any";
  *   - `const` counts like a one-item enum; non-string enum items are counted as their JSON text;
  *   - `required`, `additionalProperties`, `strict`, `default` and formats add nothing, as in the
- *     cookbook.
+ *     published rule.
  * Nesting deeper than 32 levels is refused (a 400 naming the path), so a hostile schema can't
  * recurse without bound.
  *
