@@ -1,8 +1,10 @@
 // Runtime configuration: the DESIGN contract's environment variables, plus an optional
-// ATRIUM_CONFIG file (JSON or YAML) declaring organizations, projects and keys.
+// ATRIUM_CONFIG file (JSON or YAML) declaring organizations, projects, keys, the model providers
+// and the areas' own sections. The file is checked against the JSON Schema in config-schema.ts.
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { Role } from "./auth/principal.js";
+import { DEFAULT_PROVIDER_TIMEOUT_MS, validateConfig } from "./config-schema.js";
 
 export interface KeyConfig {
   /** The secret itself (hashed on load) ... */
@@ -15,9 +17,60 @@ export interface KeyConfig {
   role?: Role;
 }
 
+/** One capability's section of `providers` as written in the file (see config-schema.ts). */
+export interface FileProviderConfig {
+  kind?: "local" | "upstream";
+  base_url?: string;
+  /** The name of the environment variable holding the upstream's key, never the key itself. */
+  api_key_env?: string;
+  timeout_ms?: number;
+}
+
+export interface FileProvidersConfig {
+  embeddings?: FileProviderConfig & { model?: string; dimensions?: number };
+  moderation?: FileProviderConfig & { model?: string };
+  video?: FileProviderConfig;
+  fine_tuning?: FileProviderConfig;
+  responses?: { base_url: string; api_key_env?: string; timeout_ms?: number };
+}
+
 export interface FileConfig {
   organizations?: Array<{ id: string; name?: string; projects?: Array<{ id: string; name?: string }> }>;
   keys?: KeyConfig[];
+  providers?: FileProvidersConfig;
+}
+
+/** A capability served in-process by the engine that owns it. */
+export interface LocalProviderConfig {
+  kind: "local";
+  /** Time limit of one call; the local engine applies it. */
+  timeoutMs: number;
+}
+
+/** A capability served by an OpenAI-compatible service. */
+export interface UpstreamProviderConfig {
+  kind: "upstream";
+  /** http(s) URL without a trailing slash; paths such as /embeddings are appended to it. */
+  baseUrl: string;
+  /** Read from the variable `apiKeyEnv` names, at start-up. */
+  apiKey?: string;
+  apiKeyEnv?: string;
+  /** Time limit of one HTTP request, headers and body. */
+  timeoutMs: number;
+}
+
+export type ProviderConfig = LocalProviderConfig | UpstreamProviderConfig;
+export type EmbeddingsProviderConfig = ProviderConfig & { model?: string; dimensions?: number };
+export type ModerationProviderConfig = ProviderConfig & { model?: string };
+
+/** `providers` normalised: kind resolved, api keys read from the environment, defaults applied. */
+export interface ProvidersConfig {
+  embeddings: EmbeddingsProviderConfig;
+  moderation: ModerationProviderConfig;
+  video: ProviderConfig;
+  fineTuning: ProviderConfig;
+  /** Model calls (graders, batch /v1/responses and /v1/chat/completions); undefined = none configured. */
+  responses?: UpstreamProviderConfig;
 }
 
 export interface AtriumConfig {
@@ -29,7 +82,12 @@ export interface AtriumConfig {
   apiKey?: string;
   adminKey?: string;
   file: FileConfig;
+  providers: ProvidersConfig;
+  /** The areas' own sections of ATRIUM_CONFIG (see configFromEnv's `sections`), validated, schema defaults applied. */
+  sections: Record<string, unknown>;
   logLevel: string;
+  /** ATRIUM_SECRET_KEY: encrypts secrets at rest (container domain secrets); else a key file in dataDir. */
+  secretKey?: string;
   /** Fetching caller-supplied URLs (token counting's image_url / file_url). */
   fetchTimeoutMs: number;
   fetchAllowPrivate: boolean;
@@ -37,36 +95,90 @@ export interface AtriumConfig {
 
 export class ConfigError extends Error {}
 
-function loadFile(path: string | undefined): FileConfig {
-  if (!path) return {};
+const PREFIX = "ATRIUM_CONFIG: ";
+/** Every problem is reported at once (one per line), up to this many. */
+const MAX_REPORTED_ERRORS = 20;
+
+function readDocument(path: string): unknown {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
   } catch (e) {
-    throw new ConfigError(`ATRIUM_CONFIG: cannot read ${path}: ${(e as Error).message}`);
+    throw new ConfigError(`${PREFIX}cannot read ${path}: ${(e as Error).message}`);
   }
-  let doc: unknown;
+  if (text.trim() === "") return {}; // an empty file declares nothing (JSON.parse would refuse it)
+  const json = path.endsWith(".json");
   try {
-    doc = path.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+    return json ? JSON.parse(text) : parseYaml(text);
   } catch (e) {
-    throw new ConfigError(`ATRIUM_CONFIG: ${path} is not valid ${path.endsWith(".json") ? "JSON" : "YAML"}: ${(e as Error).message}`);
+    throw new ConfigError(`${PREFIX}${path} is not valid ${json ? "JSON" : "YAML"}: ${(e as Error).message}`);
   }
-  if (doc === null || doc === undefined) return {};
-  if (typeof doc !== "object" || Array.isArray(doc)) throw new ConfigError(`ATRIUM_CONFIG: ${path} must hold an object`);
-  const cfg = doc as FileConfig;
-  const orgIds = new Set<string>();
-  for (const [i, o] of (cfg.organizations ?? []).entries()) {
-    if (!o || typeof o.id !== "string" || !o.id) throw new ConfigError(`ATRIUM_CONFIG: organizations[${i}].id is required`);
-    orgIds.add(o.id);
+}
+
+function loadFile(path: string | undefined, sections: Record<string, object>): FileConfig & Record<string, unknown> {
+  if (!path) return {};
+  const doc = readDocument(path);
+  if (doc === null || doc === undefined) return {}; // a YAML file holding only comments
+  if (typeof doc !== "object" || Array.isArray(doc)) throw new ConfigError(`${PREFIX}${path} must hold an object (a mapping)`);
+  const errors = validateConfig(doc, sections);
+  if (errors.length) {
+    const shown = errors.slice(0, MAX_REPORTED_ERRORS);
+    if (errors.length > shown.length) shown.push(`... and ${errors.length - shown.length} more`);
+    throw new ConfigError(PREFIX + shown.join(`\n${PREFIX}`));
   }
-  for (const [i, k] of (cfg.keys ?? []).entries()) {
-    if (!k || typeof k.key !== "string" || k.key.length < 8) throw new ConfigError(`ATRIUM_CONFIG: keys[${i}].key must be a string of at least 8 characters`);
-    if (!orgIds.has(k.organization)) throw new ConfigError(`ATRIUM_CONFIG: keys[${i}].organization '${k.organization}' is not declared`);
-    if (k.kind && k.kind !== "standard" && k.kind !== "admin") throw new ConfigError(`ATRIUM_CONFIG: keys[${i}].kind must be standard or admin`);
-    if (k.role && !["owner", "member", "reader"].includes(k.role)) throw new ConfigError(`ATRIUM_CONFIG: keys[${i}].role must be owner, member or reader`);
-    if (k.kind !== "admin" && !k.projects?.length) throw new ConfigError(`ATRIUM_CONFIG: keys[${i}].projects is required for a standard key`);
-  }
+  const cfg = doc as FileConfig & Record<string, unknown>;
+  // The one rule a schema cannot express: keys name organizations declared in the same file.
+  const orgIds = new Set((cfg.organizations ?? []).map((o) => o.id));
+  for (const [i, k] of (cfg.keys ?? []).entries())
+    if (!orgIds.has(k.organization))
+      throw new ConfigError(`${PREFIX}/keys/${i}/organization '${k.organization}' is not declared in /organizations`);
   return cfg;
+}
+
+function providerConfig(path: string, section: FileProviderConfig | undefined, env: NodeJS.ProcessEnv): ProviderConfig {
+  const timeoutMs = section?.timeout_ms ?? DEFAULT_PROVIDER_TIMEOUT_MS;
+  // No base_url means the local engine; a base_url alone means that upstream.
+  const kind = section?.kind ?? (section?.base_url ? "upstream" : "local");
+  if (kind === "local") return { kind, timeoutMs };
+  return upstreamConfig(path, section as FileProviderConfig & { base_url: string }, env);
+}
+
+function upstreamConfig(
+  path: string,
+  section: { base_url: string; api_key_env?: string; timeout_ms?: number },
+  env: NodeJS.ProcessEnv,
+): UpstreamProviderConfig {
+  const out: UpstreamProviderConfig = {
+    kind: "upstream",
+    baseUrl: section.base_url.replace(/\/+$/, ""),
+    timeoutMs: section.timeout_ms ?? DEFAULT_PROVIDER_TIMEOUT_MS,
+  };
+  if (section.api_key_env !== undefined) {
+    const value = env[section.api_key_env];
+    if (!value) throw new ConfigError(`${PREFIX}${path}/api_key_env names ${section.api_key_env}, which is not set in the environment`);
+    out.apiKey = value;
+    out.apiKeyEnv = section.api_key_env;
+  }
+  return out;
+}
+
+function withModel<T extends ProviderConfig>(base: T, section: { model?: string; dimensions?: number } | undefined) {
+  return {
+    ...base,
+    ...(section?.model !== undefined && { model: section.model }),
+    ...(section?.dimensions !== undefined && { dimensions: section.dimensions }),
+  };
+}
+
+function providersConfig(file: FileProvidersConfig | undefined, env: NodeJS.ProcessEnv): ProvidersConfig {
+  const p = file ?? {};
+  return {
+    embeddings: withModel(providerConfig("/providers/embeddings", p.embeddings, env), p.embeddings),
+    moderation: withModel(providerConfig("/providers/moderation", p.moderation, env), p.moderation),
+    video: providerConfig("/providers/video", p.video, env),
+    fineTuning: providerConfig("/providers/fine_tuning", p.fine_tuning, env),
+    responses: p.responses && upstreamConfig("/providers/responses", p.responses, env),
+  };
 }
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
@@ -84,10 +196,17 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   throw new ConfigError(`${name} must be true or false, got '${env[name]}'`);
 }
 
-export function configFromEnv(env: NodeJS.ProcessEnv = process.env): AtriumConfig {
+/**
+ * The server's configuration from the environment and the ATRIUM_CONFIG file.
+ * `sections` maps a top-level property name to a JSON Schema fragment an area contributes
+ * (e.g. `containers: {...}`); it is validated with the rest of the file and handed back in
+ * `AtriumConfig.sections`. Any problem is a ConfigError naming the variable or the file's path.
+ */
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env, sections: Record<string, object> = {}): AtriumConfig {
   const port = Number(env.ATRIUM_PORT ?? 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`ATRIUM_PORT must be a port number, got '${env.ATRIUM_PORT}'`);
   if (!!env.ATRIUM_TLS_CERT !== !!env.ATRIUM_TLS_KEY) throw new ConfigError("ATRIUM_TLS_CERT and ATRIUM_TLS_KEY go together");
+  const file = loadFile(env.ATRIUM_CONFIG, sections);
   return {
     host: env.ATRIUM_HOST ?? "127.0.0.1",
     port,
@@ -96,8 +215,11 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): AtriumConfi
     tlsKey: env.ATRIUM_TLS_KEY,
     apiKey: env.ATRIUM_API_KEY || undefined,
     adminKey: env.ATRIUM_ADMIN_KEY || undefined,
-    file: loadFile(env.ATRIUM_CONFIG),
+    file,
+    providers: providersConfig(file.providers, env),
+    sections: Object.fromEntries(Object.keys(sections).filter((name) => file[name] !== undefined).map((name) => [name, file[name]])),
     logLevel: env.ATRIUM_LOG_LEVEL ?? "info",
+    secretKey: env.ATRIUM_SECRET_KEY || undefined,
     fetchTimeoutMs: positiveInt(env, "ATRIUM_FETCH_TIMEOUT_MS", 10_000),
     fetchAllowPrivate: flag(env, "ATRIUM_FETCH_ALLOW_PRIVATE"),
   };

@@ -1,9 +1,10 @@
 // `npm start`: read the environment, start the server, print where it listens.
 import { ConfigError, configFromEnv } from "./config.js";
 import { startServer } from "./server.js";
+import { areaConfigSections } from "./services/index.js";
 
 async function main() {
-  const cfg = configFromEnv();
+  const cfg = configFromEnv(process.env, areaConfigSections());
   const server = await startServer(cfg);
   if (server.generatedAdminKey) {
     // Printed once; only its hash is stored.

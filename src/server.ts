@@ -11,6 +11,7 @@ import { file_atrium_v1_options } from "../gen/atrium/v1/options_pb.js";
 import type { AtriumConfig } from "./config.js";
 import { openStorage } from "./storage/index.js";
 import { KeyStore } from "./auth/keys.js";
+import { Providers } from "./providers/registry.js";
 import { Authenticator } from "./auth/authenticate.js";
 import { bootstrap } from "./auth/bootstrap.js";
 import { requireAccessRules } from "./auth/access.js";
@@ -108,10 +109,11 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   const { generatedAdminKey } = await bootstrap(keys, cfg);
   const deps: ServiceDeps = { records, blobs, keys, clock, log };
   const auth = new Authenticator(keys);
+  const providers = new Providers(cfg.providers);
 
   const runtimes: AreaRuntime[] = [];
   try {
-    for (const area of areas) runtimes.push(await area.setup({ deps, config: cfg }));
+    for (const area of areas) runtimes.push(await area.setup({ deps, config: cfg, providers }));
     requireAccessRules(runtimes.flatMap((r) => r.services));
   } catch (e) {
     for (const r of runtimes) await r.stop?.();

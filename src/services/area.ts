@@ -4,6 +4,7 @@
 // transcoder, expiry handlers the sweeper, and job handlers the runner. Adding an area touches its
 // own folder and one line in that list (README, "Adding an API area").
 import type { AtriumConfig } from "../config.js";
+import type { Providers } from "../providers/registry.js";
 import type { ServiceBinding } from "../common/service.js";
 import type { Migration } from "../storage/index.js";
 import type { MultipartShape } from "../transport/rest/multipart.js";
@@ -14,6 +15,11 @@ import type { ServiceDeps } from "./deps.js";
 export interface AreaContext {
   deps: ServiceDeps;
   config: AtriumConfig;
+  /**
+   * Model-backed engines, local or upstream as ATRIUM_CONFIG's `providers` says. An area that owns
+   * a local engine registers it here in setup(); others ask for a provider when they need one.
+   */
+  providers: Providers;
 }
 
 /** What an area contributes once built. */

@@ -7,3 +7,8 @@ import { responsesArea } from "./responses/index.js";
 import { uploadsArea } from "./uploads/index.js";
 
 export const areas: ApiArea[] = [filesArea, uploadsArea, modelsArea, responsesArea];
+
+/** The ATRIUM_CONFIG sections the areas read, for configFromEnv's schema. */
+export function areaConfigSections(list: ApiArea[] = areas): Record<string, object> {
+  return Object.fromEntries(list.flatMap((a) => (a.configSection ? [[a.configSection.name, a.configSection.schema]] : [])));
+}

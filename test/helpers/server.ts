@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import pino from "pino";
 import { configFromEnv } from "../../src/config.js";
 import { startServer, type RunningServer } from "../../src/server.js";
+import { areaConfigSections } from "../../src/services/index.js";
 import type { Clock } from "../../src/services/deps.js";
 
 export const API_KEY = "sk-atrium-test-standard-key-0001";
@@ -75,7 +76,7 @@ export async function startTestServer(opts: { clock?: Clock; env?: Record<string
     ATRIUM_ADMIN_KEY: ADMIN_KEY,
     ATRIUM_CONFIG: testConfig(dataDir),
     ...opts.env,
-  });
+  }, areaConfigSections());
   const server = await startServer(cfg, { clock: opts.clock, logger: pino({ level: process.env.ATRIUM_TEST_LOG ?? "silent" }) });
   return {
     ...server,
