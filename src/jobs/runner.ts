@@ -1,0 +1,679 @@
+// The durable job runner. Every background task of the server (ingestion, rendering, fine-tuning,
+// batches, expiry) is a job row, so that work accepted survives crashes and restarts (DESIGN
+// principle 4) and several processes sharing the data directory share the work.
+//
+// Life of a job:
+//
+//   enqueue ─> queued ─claim─> running ─┬─ returns ─────────────────────────────────> succeeded
+//               │  ^                    ├─ throws, attempts left ─> queued, after a backoff
+//               │  │                    ├─ throws PermanentJobError, or no attempts left ─> failed
+//               │  │                    ├─ cancel(): its signal aborts ─────────────────> cancelled
+//               │  └────────────────────┴─ stop(): its signal aborts; released, the attempt not counted
+//               └─ cancel() ──────────────────────────────────────────────────────────> cancelled
+//
+// A claim takes a lease: the job is this run's until `leaseExpiresAt`, renewed by a heartbeat every
+// leaseMs/3. A runner that dies stops renewing; once the lease has expired any runner claims the
+// job again and the new run resumes from the last checkpoint. Every write of a run is fenced by its
+// lease (see sqlite-job-store.ts), so a run that lost its job (it stalled, the job was taken over,
+// or cancelled) can no longer change anything; its signal aborts to tell it to stop.
+//
+// Handlers are plain async functions. To be "exactly once in effect" a handler splits its work
+// into steps and, after each, calls `ctx.checkpoint(state, ops)`: the record writes that ARE the
+// step's effect commit in the same transaction as the checkpoint that says the step is done. A
+// resumed run reads `ctx.job.checkpoint` and skips what is done. A plain return ends the job as
+// succeeded with the returned value as its result; a handler whose final writes must commit with
+// the success calls `ctx.complete(result, ops)` instead (its later return value is ignored).
+//
+// Scheduling: per kind at most `concurrency` runs at once. Runs are claimed in batches (one query
+// for up to 64 jobs) whenever slots are free and work may be there: after an enqueue, when a run
+// ends, when a delayed job or a retry becomes due (a timer), and every `pollMs` for work enqueued
+// by other processes and for expired leases. Nothing sleeps while work is available. Runs that end
+// in the same turn of the event loop are recorded in one transaction: with short jobs the commit,
+// not the handler, is the cost (bench/jobs.bench.ts).
+import { hostname } from "node:os";
+import type { Logger } from "pino";
+import { newId } from "../common/ids.js";
+import type { Scope, WriteOp } from "../storage/types.js";
+import { TERMINAL_STATES, type Job, type JobStore, type LeaseStatus, type RunEnd, type RunEnding } from "./types.js";
+
+/**
+ * Throw it from a handler for an error that retrying cannot fix (bad payload, missing input): the
+ * job fails at once, with this message as its last error.
+ */
+export class PermanentJobError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "PermanentJobError";
+  }
+}
+
+/** Why a run's signal aborted. */
+export type AbortWhy = "cancelled" | "shutdown" | "lease-lost";
+
+/**
+ * The `reason` of an aborted `ctx.signal`, and what `ctx.progress`/`ctx.checkpoint`/`ctx.complete`
+ * throw once the run may no longer write. On "shutdown" the job is left to be resumed (a handler
+ * should just return or throw promptly); on "cancelled" it ends cancelled; on "lease-lost" another
+ * run owns it now.
+ */
+export class JobAborted extends Error {
+  constructor(readonly why: AbortWhy) {
+    super(why === "cancelled" ? "job cancelled" : why === "shutdown" ? "runner shutting down" : "job lease lost");
+    this.name = "JobAborted";
+  }
+}
+
+export interface JobContext<P = unknown, C = unknown, R = unknown> {
+  job: {
+    id: string;
+    kind: string;
+    scope: Scope;
+    payload: P;
+    /** 1 for the first run; a run ended by shutdown does not count, one whose runner died does. */
+    attempt: number;
+    /** As last saved (by this run or an earlier one); undefined before the first checkpoint. */
+    checkpoint: C | undefined;
+  };
+  signal: AbortSignal;
+  /** Persists a progress value (for status reads); throws JobAborted if the run lost the job. */
+  progress(value: unknown): Promise<void>;
+  /**
+   * Persists `state` as the checkpoint and applies `ops` in the same transaction, only while this
+   * run holds the job and no cancel was requested; otherwise writes nothing and throws JobAborted.
+   * A failing op (VersionConflict, DuplicateRecord) throws and writes nothing.
+   */
+  checkpoint(state: C, ops?: WriteOp[]): Promise<void>;
+  /**
+   * Ends the job as succeeded with `result`, applying `ops` in the same transaction (same rules as
+   * checkpoint). For handlers whose final writes must commit with the success; after it the
+   * handler should return (its return value and any later error are ignored).
+   */
+  complete(result: R, ops?: WriteOp[]): Promise<void>;
+}
+
+export type JobHandler<P = unknown, R = unknown, C = unknown> = (ctx: JobContext<P, C, R>) => Promise<R>;
+
+export interface KindOptions {
+  /** Runs of this kind at once in this runner. Default 1. */
+  concurrency?: number;
+  /** Runs before the job fails (each transient failure or runner crash counts). Default 5. */
+  maxAttempts?: number;
+  /** Delay before retry n: min(maxMs, baseMs·2^(n-1)), jittered to between half and all of it. */
+  backoff?: { baseMs: number; maxMs: number };
+  /** How long a run holds the job without a heartbeat. Default 30 s. */
+  leaseMs?: number;
+}
+
+export interface JobRunnerOptions {
+  /** Clock in milliseconds, for run_after, leases and backoff. Default Date.now. */
+  now?: () => number;
+  /** How often to look for work this process was not told about. Default 500 ms. */
+  pollMs?: number;
+  /** How long stop() waits for aborted handlers before releasing their jobs anyway. Default 10 s. */
+  shutdownGraceMs?: number;
+  /** Terminal jobs are deleted this long after they finished. Default 7 days. */
+  retainFinishedMs?: number;
+  /** Names this runner in lease owners (debugging). Default host:pid:random. */
+  name?: string;
+  log?: Pick<Logger, "error" | "warn">;
+}
+
+export type FinishedListener = (job: Job) => void | Promise<void>;
+
+interface Kind {
+  name: string;
+  handler: JobHandler<any, any, any>;
+  concurrency: number;
+  maxAttempts: number;
+  backoff: { baseMs: number; maxMs: number };
+  leaseMs: number;
+  running: number;
+  /** False once a claim came back short; set again by anything that may have added work. */
+  mayHaveWork: boolean;
+}
+
+interface Run {
+  job: Job;
+  kind: Kind;
+  /** The claim token every write of this run is fenced with. */
+  owner: string;
+  controller: AbortController;
+  heartbeat: NodeJS.Timeout;
+  /** Set when ctx.complete() ended the job. */
+  ended: boolean;
+  /** Why the signal aborted. A shutdown can later turn into a cancel or a lost lease, never back. */
+  aborted: AbortWhy | undefined;
+  done: Promise<void>;
+}
+
+const CLAIM_BATCH = 64;
+const PURGE_EVERY_MS = 60_000;
+const silentLog: Pick<Logger, "error" | "warn"> = { error: () => {}, warn: () => {} };
+
+export class JobRunner {
+  /** The runner's clock (ms): run_after, leases, finishedAt. */
+  readonly now: () => number;
+  private readonly pollMs: number;
+  private readonly shutdownGraceMs: number;
+  private readonly retainFinishedMs: number;
+  private readonly name: string;
+  private readonly log: Pick<Logger, "error" | "warn">;
+
+  private readonly kinds = new Map<string, Kind>();
+  private readonly listeners = new Map<string, FinishedListener[]>();
+  private readonly runs = new Map<string, Run>();
+  private claimCount = 0;
+  /** Ends of runs not yet written: runs that end in the same turn of the event loop share a commit. */
+  private endQueue: Array<{ ending: RunEnding; resolve: (job: Job | undefined) => void; reject: (err: Error) => void }> = [];
+
+  private started = false;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private wakeTimer: NodeJS.Timeout | undefined;
+  private wakeAt = Infinity;
+  private pumpScheduled = false;
+  private pumping: Promise<void> | undefined;
+  private pumpAgain = false;
+  private lastPurge = 0;
+  /** Resolved (and replaced) whenever a run ends or a pump completes: what idle()/drain() wait on. */
+  private changed = deferred();
+
+  constructor(
+    private readonly store: JobStore,
+    opts: JobRunnerOptions = {},
+  ) {
+    this.now = opts.now ?? Date.now;
+    this.pollMs = opts.pollMs ?? 500;
+    this.shutdownGraceMs = opts.shutdownGraceMs ?? 10_000;
+    this.retainFinishedMs = opts.retainFinishedMs ?? 7 * 24 * 3600_000;
+    this.name = opts.name ?? `${hostname()}:${process.pid}:${newId("").slice(0, 6)}`;
+    this.log = opts.log ?? silentLog;
+  }
+
+  // ---- set-up ----
+
+  register<P = unknown, R = unknown, C = unknown>(kind: string, handler: JobHandler<P, R, C>, opts: KindOptions = {}): void {
+    if (this.kinds.has(kind)) throw new Error(`job kind ${kind} registered twice`);
+    const k: Kind = {
+      name: kind,
+      handler,
+      concurrency: positive(opts.concurrency ?? 1, "concurrency"),
+      maxAttempts: positive(opts.maxAttempts ?? 5, "maxAttempts"),
+      backoff: opts.backoff ?? { baseMs: 1000, maxMs: 5 * 60_000 },
+      leaseMs: positive(opts.leaseMs ?? 30_000, "leaseMs"),
+      running: 0,
+      mayHaveWork: true,
+    };
+    this.kinds.set(kind, k);
+    this.schedulePump();
+  }
+
+  /**
+   * Calls `listener` when a job of `kind` reaches a terminal state (succeeded, failed, cancelled),
+   * after that state is committed, in the process that made the change. Delivery is at least once:
+   * if the process dies before every listener has returned (or one throws), the next runner to
+   * start() with a listener for the kind calls them again. Register listeners before start().
+   */
+  onFinished(kind: string, listener: FinishedListener): void {
+    const list = this.listeners.get(kind) ?? [];
+    list.push(listener);
+    this.listeners.set(kind, list);
+  }
+
+  // ---- the queue ----
+
+  /**
+   * Adds a job. With `id`, enqueueing is idempotent: if a job with that id exists (in any state, until
+   * it is purged after `retainFinishedMs`) it is returned unchanged. Ids are global: namespace them
+   * (e.g. "vs_ingest:<file id>"). `runAfter` (ms on the runner's clock) delays the first run.
+   */
+  async enqueue<P>(scope: Scope, kind: string, payload: P, opts: { id?: string; runAfter?: number } = {}): Promise<Job<P>> {
+    const [job] = await this.enqueueMany([{ scope, kind, payload, ...opts }]);
+    return job as Job<P>;
+  }
+
+  /** Like enqueue for many jobs, in one transaction. Returns them in the same order. */
+  async enqueueMany(jobs: Array<{ scope: Scope; kind: string; payload: unknown; id?: string; runAfter?: number }>): Promise<Job[]> {
+    const now = this.now();
+    const rows = await this.store.enqueue(
+      jobs.map((j) => ({ id: j.id ?? newId("job_"), kind: j.kind, scope: { projectId: j.scope.projectId }, payload: j.payload, runAfter: j.runAfter ?? now })),
+      now,
+    );
+    for (const job of rows) if (job.state === "queued") this.wakeForJob(job);
+    return rows;
+  }
+
+  get(id: string): Promise<Job | undefined> {
+    return this.store.get(id);
+  }
+
+  /**
+   * A queued job is cancelled at once. A running one gets a cancel request: its signal aborts
+   * (at once in this process, within leaseMs/3 in another), its writes are refused from now on,
+   * and it ends `cancelled` when its handler returns. Returns the job as it is after the call
+   * (`cancelRequested` set for a running one); a finished job is returned unchanged.
+   */
+  async cancel(id: string): Promise<Job | undefined> {
+    const outcome = await this.store.cancel(id, this.now(), (kind) => this.listeners.has(kind));
+    if (!outcome) return undefined;
+    if (outcome.effect === "cancelled") await this.deliver(outcome.job);
+    const run = this.runs.get(id);
+    if (run && outcome.job.cancelRequested) this.abort(run, "cancelled");
+    return outcome.job;
+  }
+
+  /** Puts a failed or cancelled job back in the queue with a fresh attempt count. */
+  async retry(id: string): Promise<Job | undefined> {
+    const job = await this.store.retry(id, this.now());
+    if (job?.state === "queued") this.wakeForJob(job);
+    return job;
+  }
+
+  // ---- running ----
+
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    for (const k of this.kinds.values()) k.mayHaveWork = true;
+    this.pollTimer = setInterval(() => this.onPoll(), this.pollMs);
+    this.pollTimer.unref();
+    void this.redeliverNotifications();
+    this.schedulePump();
+  }
+
+  /**
+   * Stops claiming, aborts every running handler with JobAborted("shutdown") and waits for them to
+   * return, at most `shutdownGraceMs`. A run that returned successfully is completed; every other
+   * run is released: back to queued, its attempt not counted, its checkpoint kept, so this or
+   * another runner resumes it. Runs still going after the grace period are released too (their
+   * later writes are refused).
+   */
+  async stop(): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    clearInterval(this.pollTimer);
+    clearTimeout(this.wakeTimer);
+    this.wakeTimer = undefined;
+    this.wakeAt = Infinity;
+    await this.pumping;
+    const runs = [...this.runs.values()];
+    for (const run of runs) this.abort(run, "shutdown");
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.shutdownGraceMs)));
+    await Promise.race([Promise.all(runs.map((r) => r.done)), grace]);
+    clearTimeout(timer);
+    const stubborn = [...this.runs.values()];
+    for (const run of stubborn) {
+      this.log.warn({ jobId: run.job.id, kind: run.job.kind }, "job handler ignored shutdown; releasing its job");
+      clearInterval(run.heartbeat);
+      this.runs.delete(run.job.id);
+      run.kind.running--;
+    }
+    if (stubborn.length) {
+      await this.store.endRuns(
+        stubborn.map((run) => ({ id: run.job.id, owner: run.owner, end: { state: "released" }, notify: false })),
+        this.now(),
+      );
+    }
+    this.signalChange();
+  }
+
+  /** Resolves when no job of a registered kind is claimable now and none runs in this runner. */
+  async idle(): Promise<void> {
+    this.assertStarted("idle");
+    while (this.busyHere() || (await this.store.hasUnfinished(this.kindNames(), this.now()))) {
+      await this.nextChange();
+    }
+  }
+
+  /**
+   * Resolves when no job of a registered kind is queued or running anywhere, including jobs that
+   * wait for a retry or their runAfter, and jobs other runners hold.
+   */
+  async drain(): Promise<void> {
+    this.assertStarted("drain");
+    while (this.busyHere() || (await this.store.hasUnfinished(this.kindNames()))) {
+      await this.nextChange();
+    }
+  }
+
+  /**
+   * Resolves with the jobs once each is settled: finished, or queued to retry later (nothing
+   * to do for it right now). For callers that hand work to the runner and wait for one round of it.
+   */
+  async settled(ids: string[]): Promise<Job[]> {
+    this.assertStarted("settled");
+    for (;;) {
+      const now = this.now();
+      const jobs = await Promise.all(ids.map((id) => this.store.get(id)));
+      const open = jobs.some((j) => j && !TERMINAL_STATES.has(j.state) && !(j.state === "queued" && j.runAfter > now));
+      if (!open) return jobs.filter((j): j is Job => j !== undefined);
+      await this.nextChange();
+    }
+  }
+
+  // ---- scheduling ----
+
+  private onPoll(): void {
+    for (const k of this.kinds.values()) k.mayHaveWork = true;
+    this.schedulePump();
+    const now = this.now();
+    if (now - this.lastPurge >= PURGE_EVERY_MS) {
+      this.lastPurge = now;
+      this.store.purgeFinished(now - this.retainFinishedMs, 1000).catch((err) => this.log.error({ err }, "purging finished jobs failed"));
+    }
+  }
+
+  private wakeForJob(job: Job): void {
+    const kind = this.kinds.get(job.kind);
+    if (!kind) return; // another process runs it; it will find the job by polling
+    const now = this.now();
+    if (job.runAfter <= now) {
+      kind.mayHaveWork = true;
+      this.schedulePump();
+      return;
+    }
+    this.wakeAtTime(job.runAfter);
+  }
+
+  /** One timer, for the earliest known runAfter; later ones are found when it fires or by polling. */
+  private wakeAtTime(at: number): void {
+    if (!this.started || at >= this.wakeAt) return;
+    clearTimeout(this.wakeTimer);
+    this.wakeAt = at;
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = undefined;
+      this.wakeAt = Infinity;
+      // Timers count from the event loop's cached time, so they can fire before `at` by our clock;
+      // a claim then would find nothing due and nothing would wake us until the next poll.
+      if (this.now() < at) return this.wakeAtTime(at);
+      for (const k of this.kinds.values()) k.mayHaveWork = true;
+      this.schedulePump();
+    }, at - this.now());
+    this.wakeTimer.unref();
+  }
+
+  /** Coalesces every reason to look for work within one turn of the event loop into one pump. */
+  private schedulePump(): void {
+    if (!this.started || this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      void this.pump();
+    });
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = this.fillSlots().finally(() => {
+      this.pumping = undefined;
+      this.signalChange();
+      if (this.pumpAgain) {
+        this.pumpAgain = false;
+        this.schedulePump();
+      }
+    });
+    return this.pumping;
+  }
+
+  private async fillSlots(): Promise<void> {
+    for (const kind of this.kinds.values()) {
+      while (this.started && kind.mayHaveWork && kind.running < kind.concurrency) {
+        const limit = Math.min(kind.concurrency - kind.running, CLAIM_BATCH);
+        const now = this.now();
+        const owner = `${this.name}:${++this.claimCount}`;
+        let claimed: Job[];
+        let cancelled: Job[];
+        try {
+          ({ claimed, cancelled } = await this.store.claim(kind.name, owner, limit, now, now + kind.leaseMs, this.listeners.has(kind.name)));
+        } catch (err) {
+          this.log.error({ err, kind: kind.name }, "claiming jobs failed; retrying at the next poll");
+          break;
+        }
+        if (claimed.length < limit) kind.mayHaveWork = false;
+        for (const job of cancelled) void this.deliver(job);
+        for (const job of claimed) this.launch(kind, job, owner);
+      }
+    }
+  }
+
+  private launch(kind: Kind, job: Job, owner: string): void {
+    kind.running++;
+    const controller = new AbortController();
+    const run: Run = { job, kind, owner, controller, ended: false, aborted: undefined, heartbeat: undefined!, done: undefined! };
+    run.heartbeat = setInterval(() => void this.heartbeat(run), Math.max(1, Math.floor(kind.leaseMs / 3)));
+    run.heartbeat.unref();
+    this.runs.set(job.id, run);
+    run.done = this.execute(run)
+      .catch((err) => {
+        // The store failed to record the end (disk full, lock timeout). The job keeps its lease,
+        // which now expires without heartbeats, and is claimed again: the run is retried, not lost.
+        this.log.error({ err, jobId: job.id, kind: job.kind }, "recording the end of a job run failed");
+      })
+      .finally(() => {
+        clearInterval(run.heartbeat);
+        // stop() may have given up on this run already and released it.
+        if (this.runs.get(job.id) === run) {
+          this.runs.delete(job.id);
+          kind.running--;
+        }
+        kind.mayHaveWork = true;
+        this.schedulePump();
+        this.signalChange();
+      });
+  }
+
+  private async execute(run: Run): Promise<void> {
+    const { job, kind } = run;
+    // Runs whose runners died count as attempts; a job that keeps killing its process stops here.
+    if (job.attempts > kind.maxAttempts) {
+      const error = `${job.lastError ?? "no error recorded"} (gave up after ${kind.maxAttempts} attempts; the last runner stopped without finishing)`;
+      await this.endRun(run, { state: "failed", error });
+      return;
+    }
+    let outcome: { ok: true; result: unknown } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, result: await kind.handler(this.context(run)) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    if (run.ended) {
+      if (!outcome.ok) this.log.warn({ err: outcome.error, jobId: job.id }, "job handler threw after complete(); ignored");
+      return;
+    }
+    const why = run.aborted;
+    // Lost: someone else owns the job now; nothing of this run may be written.
+    if (why === "lease-lost") return;
+
+    let end: RunEnd;
+    if (outcome.ok) {
+      end = { state: "succeeded", result: outcome.result ?? null, ops: [] };
+    } else if (why === "shutdown") {
+      end = { state: "released" };
+    } else {
+      // A cancelled run's end is turned into `cancelled` by the store whatever we pass.
+      const error = errorMessage(outcome.error);
+      if (outcome.error instanceof PermanentJobError || job.attempts >= kind.maxAttempts) end = { state: "failed", error };
+      else end = { state: "retry", error, runAfter: this.now() + backoffDelay(kind.backoff, job.attempts) };
+    }
+    try {
+      await this.endRun(run, end);
+    } catch (err) {
+      // Only a success's ops can fail; treat it as the handler failing.
+      if (end.state !== "succeeded") throw err;
+      const error = errorMessage(err);
+      await this.endRun(
+        run,
+        job.attempts >= kind.maxAttempts ? { state: "failed", error } : { state: "retry", error, runAfter: this.now() + backoffDelay(kind.backoff, job.attempts) },
+      );
+    }
+  }
+
+  /** Ends the run in the store and tells whoever listens. Returns false if the lease was lost. */
+  private async endRun(run: Run, end: RunEnd): Promise<boolean> {
+    const job = await new Promise<Job | undefined>((resolve, reject) => {
+      if (this.endQueue.length === 0) setImmediate(() => void this.writeEnds());
+      const ending = { id: run.job.id, owner: run.owner, end, notify: this.listeners.has(run.job.kind) };
+      this.endQueue.push({ ending, resolve, reject });
+    });
+    if (!job) {
+      this.log.warn({ jobId: run.job.id, kind: run.job.kind }, "job lease lost before the run ended; its end was not recorded");
+      return false;
+    }
+    run.job = job;
+    if (job.state === "queued") this.wakeForJob(job);
+    else await this.deliver(job);
+    return true;
+  }
+
+  private async writeEnds(): Promise<void> {
+    const batch = this.endQueue;
+    this.endQueue = [];
+    try {
+      const results = await this.store.endRuns(
+        batch.map((b) => b.ending),
+        this.now(),
+      );
+      results.forEach((result, i) => (result instanceof Error ? batch[i]!.reject(result) : batch[i]!.resolve(result)));
+    } catch (err) {
+      for (const b of batch) b.reject(err as Error);
+    }
+  }
+
+  private context(run: Run): JobContext<any, any, any> {
+    const { job } = run;
+    const signal = run.controller.signal;
+    const ctx: JobContext<any, any, any> = {
+      job: {
+        id: job.id,
+        kind: job.kind,
+        scope: job.scope,
+        payload: job.payload,
+        attempt: job.attempts,
+        checkpoint: job.checkpoint ?? undefined,
+      },
+      signal,
+      progress: async (value) => {
+        this.throwIfAborted(run);
+        this.onLeaseStatus(run, await this.store.saveProgress(job.id, run.owner, value, this.now()));
+      },
+      checkpoint: async (state, ops = []) => {
+        this.throwIfAborted(run);
+        this.onLeaseStatus(run, await this.store.saveCheckpoint(job.id, run.owner, state, ops, this.now()));
+        ctx.job.checkpoint = state;
+      },
+      complete: async (result, ops = []) => {
+        this.throwIfAborted(run);
+        if (run.ended) throw new Error("complete() called twice");
+        const ended = await this.endRun(run, { state: "succeeded", result: result ?? null, ops });
+        if (!ended) this.onLeaseStatus(run, "lost");
+        run.ended = true;
+        if (run.job.state === "cancelled") throw this.abort(run, "cancelled");
+      },
+    };
+    return ctx;
+  }
+
+  private throwIfAborted(run: Run): void {
+    // Shutdown asks the handler to stop, but its lease still holds: its writes remain valid.
+    if (run.aborted && run.aborted !== "shutdown") throw new JobAborted(run.aborted);
+  }
+
+  private onLeaseStatus(run: Run, status: LeaseStatus): void {
+    if (status === "held") return;
+    throw this.abort(run, status === "lost" ? "lease-lost" : "cancelled");
+  }
+
+  /** Aborts the run's signal (the first reason is the one the handler sees) and returns the error to throw. */
+  private abort(run: Run, why: AbortWhy): JobAborted {
+    if (!run.aborted || run.aborted === "shutdown") run.aborted = why;
+    const reason = new JobAborted(run.aborted);
+    if (!run.controller.signal.aborted) run.controller.abort(reason);
+    return reason;
+  }
+
+  private async heartbeat(run: Run): Promise<void> {
+    if (run.ended || this.runs.get(run.job.id) !== run) return;
+    try {
+      const status = await this.store.renew(run.job.id, run.owner, this.now() + run.kind.leaseMs);
+      if (status !== "held") this.abort(run, status === "lost" ? "lease-lost" : "cancelled");
+    } catch (err) {
+      // A failed renewal is not a lost lease; the next beat tries again.
+      this.log.warn({ err, jobId: run.job.id }, "renewing a job lease failed");
+    }
+  }
+
+  // ---- finished-listeners ----
+
+  private async deliver(job: Job): Promise<void> {
+    const list = this.listeners.get(job.kind);
+    if (!list) return;
+    try {
+      for (const listener of list) await listener(job);
+      await this.store.ackNotification(job.id);
+    } catch (err) {
+      this.log.error({ err, jobId: job.id, kind: job.kind }, "job finished-listener failed; it is called again at the next start");
+    }
+  }
+
+  private async redeliverNotifications(): Promise<void> {
+    const kinds = [...this.listeners.keys()];
+    if (!kinds.length) return;
+    try {
+      for (const job of await this.store.pendingNotifications(kinds, 10_000)) await this.deliver(job);
+    } catch (err) {
+      this.log.error({ err }, "redelivering job notifications failed");
+    }
+  }
+
+  // ---- helpers ----
+
+  /** Runs going, or about to be looked for: no need to ask the store yet. */
+  private busyHere(): boolean {
+    return this.runs.size > 0 || this.pumpScheduled || this.pumping !== undefined;
+  }
+
+  private kindNames(): string[] {
+    return [...this.kinds.keys()];
+  }
+
+  private assertStarted(what: string): void {
+    if (!this.started) throw new Error(`JobRunner.${what}() needs a started runner`);
+  }
+
+  private signalChange(): void {
+    const d = this.changed;
+    this.changed = deferred();
+    d.resolve();
+  }
+
+  /** The next change, or pollMs at the latest (work done by other processes is not signalled). */
+  private async nextChange(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.changed.promise, new Promise<void>((r) => (timer = setTimeout(r, this.pollMs)))]);
+    clearTimeout(timer);
+  }
+}
+
+/** Exponential with "equal jitter": between half and all of min(maxMs, baseMs·2^(attempt-1)). */
+export function backoffDelay(backoff: { baseMs: number; maxMs: number }, attempt: number): number {
+  const full = Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(full / 2 + (Math.random() * full) / 2);
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function positive(n: number, what: string): number {
+  if (!Number.isInteger(n) || n < 1) throw new RangeError(`${what} must be a positive integer, got ${n}`);
+  return n;
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
