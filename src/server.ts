@@ -21,12 +21,15 @@ import { connectPlugin } from "./transport/connect/plugin.js";
 import { requestContextValues, tagSocket } from "./transport/connection.js";
 import { API_VERSION, checkRequestHeaders, newRequestId } from "./transport/headers.js";
 import { RequestLog } from "./transport/request-log.js";
-import { ApiError, toRestError } from "./common/errors.js";
+import { ApiError } from "./common/errors.js";
+import { frameworkErrorHandler, installErrorHandler, installNotFoundHandler } from "./transport/fastify-errors.js";
 import type { ServiceBinding } from "./common/service.js";
 import { allowedMethods, registerRestRoutes } from "./transport/rest/transcoder.js";
 import type { MultipartShape } from "./transport/rest/multipart.js";
 import { systemClock, type Clock, type ServiceDeps } from "./services/deps.js";
-import { Sweeper } from "./services/common/timers.js";
+import { ExpirySweeper } from "./jobs/expiry.js";
+import { JobRunner } from "./jobs/runner.js";
+import { SqliteJobStore } from "./jobs/sqlite-job-store.js";
 import type { ApiArea, AreaRuntime } from "./services/area.js";
 import { areas as defaultAreas } from "./services/index.js";
 
@@ -42,7 +45,8 @@ export interface StartOptions {
 export interface AtriumServer {
   app: FastifyInstance;
   deps: ServiceDeps;
-  sweeper: Sweeper;
+  sweeper: ExpirySweeper;
+  jobs: JobRunner;
   generatedAdminKey?: string;
   /** Binds the main listener (ATRIUM_HOST/ATRIUM_PORT, TLS when configured). */
   listen(): Promise<{ url: string; port: number }>;
@@ -72,20 +76,14 @@ function parseJsonBody(body: Buffer): unknown {
     // concatenates, which cost ~8 ms per MB on token-counting bodies.
     return JSON.parse(body.toString("utf8"));
   } catch (e) {
+    // Only where the parser stopped, never its excerpt of the body: the body may hold secrets.
+    const at = /at position (\d+)/.exec((e as Error).message);
     throw new ApiError(
       400,
-      `We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The platform expects a JSON payload, but what was sent was not valid JSON.) ${(e as Error).message}`,
+      `We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The platform expects a JSON payload, but what was sent was not valid JSON.) ${at ? `The JSON is invalid at position ${at[1]}.` : "The JSON is incomplete or invalid."}`,
       { code: "invalid_json" },
     );
   }
-}
-
-/** Public codes for the errors Fastify raises itself (its FST_ERR_* names are internal). */
-function fastifyErrorCode(status: number): string | null {
-  if (status === 413) return "request_too_large";
-  if (status === 415) return "unsupported_content_type";
-  if (status === 400) return "invalid_request";
-  return null;
 }
 
 const urlOf = (host: string, port: number, tls: boolean) => `${tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;
@@ -110,10 +108,11 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   const deps: ServiceDeps = { records, blobs, keys, clock, log };
   const auth = new Authenticator(keys);
   const providers = new Providers(cfg.providers);
+  const jobs = new JobRunner(new SqliteJobStore(records), { log });
 
   const runtimes: AreaRuntime[] = [];
   try {
-    for (const area of areas) runtimes.push(await area.setup({ deps, config: cfg, providers }));
+    for (const area of areas) runtimes.push(await area.setup({ deps, config: cfg, providers, jobs }));
     requireAccessRules(runtimes.flatMap((r) => r.services));
   } catch (e) {
     for (const r of runtimes) await r.stop?.();
@@ -124,7 +123,8 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   const services: ServiceBinding[] = plain.map((s) => secureService(s, auth));
   const multipart: Record<string, MultipartShape> = Object.assign({}, ...areas.map((a) => a.multipart ?? {}));
 
-  const sweeper = new Sweeper(records, clock, log);
+  for (const r of runtimes) for (const [kind, { handler, options }] of Object.entries(r.jobs ?? {})) jobs.register(kind, handler, options);
+  const sweeper = new ExpirySweeper(records, clock, log, jobs);
   for (const r of runtimes) for (const [kind, handler] of Object.entries(r.expiry ?? {})) sweeper.on(kind, handler);
 
   const tls: TlsFiles | undefined = cfg.tlsCert ? { cert: readFileSync(cfg.tlsCert), key: readFileSync(cfg.tlsKey!) } : undefined;
@@ -139,6 +139,8 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     genReqId: () => newRequestId(),
     requestIdHeader: false,
     bodyLimit: JSON_BODY_LIMIT,
+    // Errors Fastify raises before routing (a path that is not valid percent-encoding, ...).
+    frameworkErrors: frameworkErrorHandler(log),
     serverFactory: (handler: any) => createOnePortServer(handler, tls),
     forceCloseConnections: true,
     return503OnClosing: false,
@@ -163,14 +165,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
       requestLog.write(req.id, (req as any).clientRequestId, req.method, req.url, reply.statusCode, reply.elapsedTime);
       done();
     });
-  app.setErrorHandler((err, req, reply) => {
-    // Fastify's own errors (body too large, bad content length, ...) carry a statusCode.
-    const status = (err as { statusCode?: number }).statusCode;
-    const e = err instanceof ApiError ? err : status && status < 500 ? new ApiError(status, (err as Error).message, { code: fastifyErrorCode(status) }) : err;
-    const { status: s, body, headers } = toRestError(e);
-    if (s >= 500) log.error({ err, reqId: req.id }, "request failed");
-    reply.code(s).headers(headers).type("application/json").send(body);
-  });
+  installErrorHandler(app, log);
 
   app.get("/healthz", async () => ({ status: "ok" }));
 
@@ -178,7 +173,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   // Stock connect-fastify, with unary Connect calls on the lean path (src/transport/connect/).
   // JSON codecs need the registry to write the google.protobuf.Any extensions (ContentRange) and
   // error details (ErrorInfo) the services send.
-  await app.register(connectPlugin, { services, jsonOptions: { registry: createRegistry(file_atrium_v1_options) }, contextValues: requestContextValues });
+  await app.register(connectPlugin, { services, jsonOptions: { registry: createRegistry(file_atrium_v1_options) }, contextValues: requestContextValues, readMaxBytes: JSON_BODY_LIMIT });
 
   let bindings: ReturnType<typeof registerRestRoutes> = [];
   await app.register(async (scope) => {
@@ -194,18 +189,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     bindings = registerRestRoutes(scope, { services, multipart, contextValues: requestContextValues });
   });
 
-  app.setNotFoundHandler((req, reply) => {
-    const path = req.url.split("?")[0];
-    const allow = allowedMethods(bindings, path);
-    if (allow.length) {
-      reply
-        .code(405)
-        .header("allow", allow.join(", "))
-        .send({ error: { message: `Method ${req.method} is not allowed for ${path}; allowed: ${allow.join(", ")}.`, type: "invalid_request_error", param: null, code: "method_not_allowed" } });
-      return;
-    }
-    reply.code(404).send({ error: { message: `Invalid URL (${req.method} ${path})`, type: "invalid_request_error", param: null, code: null } });
-  });
+  installNotFoundHandler(app, { allowedMethods: (path) => allowedMethods(bindings, path) });
 
   const extra = new Set<ExtraListener>();
   let started = false;
@@ -213,10 +197,12 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     app,
     deps,
     sweeper,
+    jobs,
     generatedAdminKey,
     async listen() {
       await app.listen({ host: cfg.host, port: cfg.port });
       started = true;
+      jobs.start();
       sweeper.start();
       const port = (app.server.address() as AddressInfo).port;
       return { url: urlOf(cfg.host, port, !!tls), port };
@@ -248,6 +234,8 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
       for (const l of [...extra]) await l.close();
       if (started) await sweeper.stop();
       await app.close();
+      // Running jobs are aborted with "shutdown" and stay resumable; the next start finishes them.
+      if (started) await jobs.stop();
       for (const r of runtimes) await r.stop?.();
       await records.close();
     },

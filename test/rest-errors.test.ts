@@ -221,6 +221,7 @@ describe("request header rules", () => {
       body: String(e),
     }));
     expect(r.status).toBe(431);
+    expect(JSON.parse(r.body).error).toMatchObject({ type: "invalid_request_error", code: "request_header_fields_too_large" });
     // And many custom headers together over 64 KiB.
     const many: Record<string, string> = { authorization: `Bearer ${API_KEY}` };
     for (let i = 0; i < 70; i++) many[`x-pad-${i}`] = "p".repeat(1000);

@@ -24,6 +24,7 @@ const codeForStatus: Record<number, Code> = {
   408: Code.DeadlineExceeded,
   409: Code.FailedPrecondition,
   413: Code.ResourceExhausted,
+  414: Code.InvalidArgument,
   415: Code.InvalidArgument,
   416: Code.OutOfRange,
   431: Code.InvalidArgument,

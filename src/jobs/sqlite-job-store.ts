@@ -249,7 +249,7 @@ export class SqliteJobStore implements JobStore {
       const status = this.leaseStatus(id, owner);
       if (status !== "held") return status;
       this.sCheckpoint.run(encode(checkpoint), now, id);
-      applyWriteOps(this.records, ops);
+      this.records.applyOpsSync(ops);
       return "held";
     });
     // Called inside txEndRuns, so it is a savepoint: a failing op undoes this run's end only.
@@ -345,7 +345,7 @@ export class SqliteJobStore implements JobStore {
     let row: Row | undefined;
     if (end.state === "succeeded") {
       row = this.sSucceed.get(encode(end.result), now, now, n, id, owner) as Row | undefined;
-      if (row) applyWriteOps(this.records, end.ops);
+      if (row) this.records.applyOpsSync(end.ops);
     } else if (end.state === "failed") {
       row = this.sFail.get(end.error, now, now, n, id, owner) as Row | undefined;
     } else if (end.state === "retry") {
@@ -374,33 +374,3 @@ export class SqliteJobStore implements JobStore {
   }
 }
 
-/**
- * Applies record writes inside the caller's transaction with the semantics of
- * RecordStore.atomically (its batch runs in a transaction of its own, and a promise cannot tell us
- * synchronously that it failed, so it cannot be nested in ours). Any failure throws, and the
- * enclosing transaction rolls everything back.
- */
-function applyWriteOps(records: SqliteRecordStore, ops: WriteOp[]): void {
-  for (const op of ops) {
-    switch (op.op) {
-      case "insert":
-        records.insertSync(op.kind, op.scope, op.record);
-        break;
-      case "update": {
-        const opts: { expectVersion?: number; expiresAt?: number | null; tag?: string | null } = {};
-        if (op.expectVersion !== undefined) opts.expectVersion = op.expectVersion;
-        if (op.expiresAt !== undefined) opts.expiresAt = op.expiresAt;
-        if (op.tag !== undefined) opts.tag = op.tag;
-        if (!records.updateSync(op.kind, op.scope, op.id, op.data, opts)) throw new VersionConflict(op.kind, op.id);
-        break;
-      }
-      case "delete":
-        if (!records.deleteSync(op.kind, op.scope, op.id, op.expectVersion) && op.expectVersion !== undefined) {
-          throw new VersionConflict(op.kind, op.id);
-        }
-        break;
-      default:
-        throw new TypeError(`unknown write op ${(op as { op: unknown }).op}`);
-    }
-  }
-}

@@ -8,7 +8,8 @@ import type { Providers } from "../providers/registry.js";
 import type { ServiceBinding } from "../common/service.js";
 import type { Migration } from "../storage/index.js";
 import type { MultipartShape } from "../transport/rest/multipart.js";
-import type { ExpiryHandler } from "./common/timers.js";
+import type { ExpiryHandler } from "../jobs/expiry.js";
+import type { JobHandler, JobRunner, KindOptions } from "../jobs/runner.js";
 import type { ServiceDeps } from "./deps.js";
 
 /** What an area is built from at start-up. */
@@ -20,6 +21,8 @@ export interface AreaContext {
    * a local engine registers it here in setup(); others ask for a provider when they need one.
    */
   providers: Providers;
+  /** The durable job runner: areas enqueue their background work on it. */
+  jobs: JobRunner;
 }
 
 /** What an area contributes once built. */
@@ -27,6 +30,8 @@ export interface AreaRuntime {
   services: ServiceBinding[];
   /** Called for each expired record of a kind (a record kind, or timerKind(name) for a timer). */
   expiry?: Record<string, ExpiryHandler>;
+  /** Handlers of the job kinds the area enqueues (kind names are global: prefix them with the area). */
+  jobs?: Record<string, { handler: JobHandler<any, any, any>; options?: Partial<KindOptions> }>;
   /** Called when the server stops, after it stopped taking requests. */
   stop?(): Promise<void>;
 }

@@ -197,7 +197,7 @@ export class SqliteRecordStore implements RecordStore {
     this.sSetMeta = db.prepare(
       `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
     );
-    this.batch = db.transaction((ops: WriteOp[]) => this.applyBatch(ops));
+    this.batch = db.transaction((ops: WriteOp[]) => this.applyOpsSync(ops));
   }
 
   /**
@@ -416,7 +416,12 @@ export class SqliteRecordStore implements RecordStore {
     return pos;
   }
 
-  private applyBatch(ops: WriteOp[]): void {
+  /**
+   * Applies `ops` with atomically()'s semantics inside the CALLER's transaction (the job store
+   * commits a job's checkpoint and its record writes together). Any failure throws, so the
+   * enclosing transaction rolls everything back.
+   */
+  applyOpsSync(ops: WriteOp[]): void {
     for (const op of ops) {
       switch (op.op) {
         case "insert":

@@ -25,6 +25,20 @@ export interface TlsFiles {
   requestCert?: boolean;
 }
 
+/**
+ * Requests Node's HTTP/1.1 parser rejects before any handler (a malformed Content-Length, header
+ * overflow) get the one REST error body instead of Node's bare status line.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: net.Socket) {
+  if (!socket.writable || (socket as any)._httpMessage?.headersSent) return void socket.destroy();
+  const tooLarge = err.code === "HPE_HEADER_OVERFLOW";
+  const [status, reason, code, message] = tooLarge
+    ? [431, "Request Header Fields Too Large", "request_header_fields_too_large", `The request headers exceed ${MAX_HEADER_BYTES} bytes in total.`]
+    : [400, "Bad Request", "invalid_request", "The request is not valid HTTP/1.1 (malformed request line, headers or Content-Length)."];
+  const body = JSON.stringify({ error: { message, type: "invalid_request_error", param: null, code } });
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+}
+
 export function createOnePortServer(handler: Handler, tls?: TlsFiles): net.Server {
   const h2settings = { maxHeaderListSize: MAX_HEADER_BYTES };
   if (tls) {
@@ -61,6 +75,7 @@ export function createOnePortServer(handler: Handler, tls?: TlsFiles): net.Serve
     return secure as unknown as net.Server;
   }
   const h1 = http.createServer({ maxHeaderSize: MAX_HEADER_BYTES, keepAliveTimeout: 65_000, requestTimeout: 0 }, handler);
+  h1.on("clientError", answerClientError);
   const h2 = http2.createServer({ settings: h2settings, maxSessionMemory: 64 }, handler);
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.Http2Session>();

@@ -1,7 +1,7 @@
 // The Uploads area (spec 4.6): multi-part uploads that complete into a File.
 import { UploadsService } from "../../../gen/atrium/v1/uploads_pb.js";
 import type { ApiArea } from "../area.js";
-import { timerKind } from "../common/timers.js";
+import { timerKind } from "../../jobs/expiry.js";
 import { createUploadsService } from "./handler.js";
 import { Uploads, UPLOAD_TIMER } from "./uploads.js";
 

@@ -6,7 +6,7 @@ import { ApiError, invalidParam, missingParam, notFound } from "../../common/err
 import { BlobTooLarge, VersionConflict } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { newId } from "../../common/ids.js";
-import { setTimer } from "../common/timers.js";
+import { setTimer } from "../../jobs/expiry.js";
 import { Files, checkContentRules, checkExpiresAfter, checkPurpose, expiryFor, newFileId, type ExpiresAfterInput, type FileRecord } from "../files/files.js";
 
 export const UPLOAD_KIND = "upload";

@@ -66,6 +66,8 @@ const UNARY_CONTENT_TYPE = /^application\/(?:(json)(?:; ?charset=utf-?8)?|(proto
 const TIMEOUT = /^\d{1,10}$/;
 /** The largest size any Connect implementation accepts (and the default of both limits). */
 const MAX_BYTES = 0xffffffff;
+/** The longest delay a Node timer takes (about 24.8 days); a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 0x7fffffff;
 
 function one(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? undefined : v;
@@ -159,6 +161,9 @@ function withDeadline<T>(ctx: LeanHandlerContext, fn: () => T | Promise<T>): Pro
     ctx.abort(e);
     return Promise.reject(e);
   }
+  // Connect-Timeout-Ms allows 10 digits (~115 days): a deadline no timer can measure does not
+  // pass during a call, so none is armed (one would fire at once).
+  if (left > MAX_TIMER_MS) return new Promise<T>((resolve) => resolve(fn()));
   let result: Promise<T>;
   try {
     result = Promise.resolve(fn());

@@ -16,7 +16,11 @@ import { createLeanUnaryHandler, leanFormat, LeanFormat, type LeanUnaryOptions }
 export interface ConnectPluginOptions extends ConnectRouterOptions {
   /** The services to serve: the same implementations the REST transcoder calls. */
   services: ServiceBinding[];
-  /** Serve unary Connect calls on the lean path (default true). */
+  /**
+   * Serve unary Connect calls on the lean path. Default: on, unless the environment sets
+   * ATRIUM_CONNECT_LEAN=off (every call on the stock handler: for comparing the two, and a way out
+   * should the lean path ever misbehave).
+   */
   lean?: boolean;
   /** As in connect-fastify: context values for each request. */
   contextValues?: (req: FastifyRequest) => ContextValues;
@@ -61,9 +65,18 @@ export function leanUnaryRoutes(services: ServiceBinding[], options: ConnectPlug
   };
 }
 
+const leanByDefault = () => process.env.ATRIUM_CONNECT_LEAN !== "off";
+
 /** Register with `app.register(connectPlugin, { services })`. */
 export async function connectPlugin(scope: FastifyInstance, opts: ConnectPluginOptions) {
-  const { services, lean = true, ...connectOptions } = opts;
+  const { services, lean = leanByDefault(), ...connectOptions } = opts;
+  // Fastify never reads or parses an RPC body: every content type reaches the Connect handlers,
+  // which answer the ones they do not serve as the protocols say (415), enforce readMaxBytes
+  // per message and check Content-Length themselves. Otherwise Fastify's defaults would read a
+  // text/plain body against the REST body limit, and answer application/xml (no parser) with
+  // its own 415 where text/plain gets the router's.
+  scope.removeAllContentTypeParsers();
+  scope.addContentTypeParser("*", (_req, _payload, done) => done(null, undefined));
   // Interceptors run inside the stock pipeline only; with any configured, keep every call there.
   if (lean && !connectOptions.interceptors?.length) scope.addHook("onRoute", leanUnaryRoutes(services, connectOptions as ConnectPluginOptions));
   await scope.register(fastifyConnectPlugin, {
