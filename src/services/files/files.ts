@@ -97,6 +97,24 @@ export function newFileId(): string {
   return newId("file-");
 }
 
+/**
+ * Other holders of a File's bytes: a container file made from a file_id shares the File's blob
+ * instead of copying it, and records that as one record of this kind (id: the holder's id,
+ * parentId: the file id).
+ */
+export const FILE_SHARE_KIND = "file_share";
+
+/**
+ * Deletes a File's bytes once nothing holds them: neither the File (deleted, or expired) nor a
+ * share. Every holder removes its own record first and then calls this, so whatever the
+ * interleaving, the last one to go frees the bytes.
+ */
+export async function releaseFileBytes(deps: Pick<ServiceDeps, "records" | "blobs">, scope: Scope, fileId: string): Promise<void> {
+  if (await deps.records.collection(FILE_KIND).get(scope, fileId)) return;
+  if ((await deps.records.collection(FILE_SHARE_KIND).count(scope, { parentId: fileId })) > 0) return;
+  await deps.blobs.delete(fileId);
+}
+
 export class Files {
   constructor(private readonly deps: ServiceDeps) {}
 
@@ -122,6 +140,6 @@ export class Files {
 
   async delete(scope: Scope, id: string): Promise<void> {
     if (!(await this.collection.delete(scope, id))) await this.get(scope, id);
-    await this.deps.blobs.delete(id);
+    await releaseFileBytes(this.deps, scope, id);
   }
 }

@@ -1,7 +1,7 @@
 // The Files area (spec 4.5): the worked example of an area module (README, "Adding an API area").
 import { FilesService } from "../../../gen/atrium/v1/files_pb.js";
 import type { ApiArea } from "../area.js";
-import { FILE_KIND } from "./files.js";
+import { FILE_KIND, releaseFileBytes } from "./files.js";
 import { createFilesService } from "./handler.js";
 
 export const filesArea: ApiArea = {
@@ -10,7 +10,7 @@ export const filesArea: ApiArea = {
   multipart: { "atrium.v1.FilesService.CreateFile": { file: "file", chunk: "chunk", filename: "filename" } },
   setup: ({ deps }) => ({
     services: [{ desc: FilesService, impl: createFilesService(deps) }],
-    // An expired file's record goes with the sweep; its bytes go here.
-    expiry: { [FILE_KIND]: async (_scope, rec) => deps.blobs.delete(rec.id) },
+    // An expired file's record goes with the sweep; its bytes go here (unless a container file shares them).
+    expiry: { [FILE_KIND]: (scope, rec) => releaseFileBytes(deps, scope, rec.id) },
   }),
 };

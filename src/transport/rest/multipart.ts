@@ -17,6 +17,8 @@ export interface MultipartShape {
   chunk: string;
   /** Request field that receives the part's filename, if any. */
   filename?: string;
+  /** The route also takes an application/json body, decoded as ONE request message (`body: "*"`). */
+  json?: boolean;
 }
 
 type Event =

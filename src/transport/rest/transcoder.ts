@@ -105,6 +105,7 @@ export function bindRoute(service: DescService, method: DescMethod, multipartSha
   if (method.methodKind === "client_streaming" && !multipart)
     throw new InvalidHttpRule(`${where}: a client-streaming RPC needs a declared multipart shape`);
   if (multipart) {
+    if (multipart.json && body !== "*") throw new InvalidHttpRule(`${where}: a multipart shape that takes JSON needs body: "*"`);
     for (const name of [multipart.chunk, multipart.filename].filter(Boolean) as string[])
       if (!input.fields.some((f) => f.name === name)) throw new InvalidHttpRule(`${where}: multipart field '${name}' not in ${input.typeName}`);
   }
@@ -222,8 +223,15 @@ async function handleClientStream(b: RouteBinding, impl: Function, req: FastifyR
   let messages: AsyncIterable<unknown>;
   if (isMultipart(req.headers["content-type"])) {
     messages = multipartMessages(req.raw as unknown as Readable, req.headers, b.method.input, b.multipart!, init);
+  } else if (b.multipart!.json && /^application\/(?:[\w.+-]*\+)?json\b/i.test(req.headers["content-type"] ?? "")) {
+    // The JSON form of the same call (container files: `{"file_id"}` instead of a `file` part).
+    mergeBody(b, init, req.body);
+    const one = create(b.method.input, init as any);
+    messages = (async function* () {
+      yield one;
+    })();
   } else {
-    throw new ApiError(415, `This endpoint takes multipart/form-data with the content in '${b.multipart!.file}'.`, {
+    throw new ApiError(415, `This endpoint takes multipart/form-data with the content in '${b.multipart!.file}'${b.multipart!.json ? " or a JSON body" : ""}.`, {
       code: "unsupported_content_type",
     });
   }
