@@ -9,11 +9,11 @@ import { zipSync } from "fflate";
 import pino from "pino";
 import type OpenAI from "openai";
 import { configFromEnv } from "../src/config.js";
-import { startServer, type RunningServer } from "../src/server.js";
+import { startServer } from "../src/server.js";
 import { SECRET_KEY_FILE, SecretBox } from "../src/services/containers/secrets.js";
 import { secretContext, type ContainerRecord, type SkillRecord } from "../src/services/containers/containers.js";
 import type { DiskBlobStore } from "../src/storage/disk-blobs.js";
-import { API_KEY, KEYS, ManualClock, startTestServer, tempDir, testConfig, type TestServer } from "./helpers/server.js";
+import { API_KEY, KEYS, ManualClock, startTestServer, tempDir, type TestServer } from "./helpers/server.js";
 import { api, blobKeys, expectError, filesUnder, generatedMultipart, random, sdk, sdkError, sha256, toFile } from "./helpers/rest.js";
 
 const CONTAINER_KEYS = ["created_at", "expires_after", "id", "last_active_at", "memory_limit", "name", "network_policy", "object", "status"];
@@ -588,21 +588,16 @@ describe("expiry after inactivity", () => {
 describe("domain secrets: encrypted at rest, never returned, never logged", () => {
   const SECRET = "sk-live-domain-secret-7f3a9c2e";
   const lines: string[] = [];
+  let srv: TestServer;
   let dir: string;
-  let srv: RunningServer;
   let base: string;
 
   beforeAll(async () => {
-    dir = tempDir();
-    const cfg = configFromEnv({ ATRIUM_PORT: "0", ATRIUM_DATA_DIR: dir, ATRIUM_API_KEY: API_KEY, ATRIUM_CONFIG: testConfig(dir) });
-    const logger = pino({ level: "trace" }, { write: (l: string) => void lines.push(l) });
-    srv = await startServer(cfg, { logger });
-    base = `${srv.url}/v1`;
+    srv = await startTestServer({ logger: pino({ level: "trace" }, { write: (l: string) => void lines.push(l) }) });
+    dir = srv.dataDir;
+    base = srv.baseURL;
   });
-  afterAll(async () => {
-    await srv?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(async () => srv?.stop());
 
   it("no response, log line or database byte holds the value; the sealed value opens with the key file", async () => {
     const bodies: string[] = [];

@@ -20,10 +20,8 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { GetModelRequestSchema, ModelsService } from "../gen/atrium/v1/models_pb.js";
 import { ErrorInfoSchema } from "../gen/atrium/v1/options_pb.js";
-import { configFromEnv } from "../src/config.js";
-import { startServer, type RunningServer } from "../src/server.js";
 import { frameworkErrorHandler, installErrorHandler } from "../src/transport/fastify-errors.js";
-import { ADMIN_KEY, API_KEY, tempDir, testConfig } from "./helpers/server.js";
+import { API_KEY, startTestServer, type TestServer } from "./helpers/server.js";
 import { expectErrorShape } from "./helpers/rest.js";
 
 /** Log lines at warn and above, to check that no client mistake is logged as a server failure. */
@@ -35,21 +33,11 @@ const logSink = new Writable({
   },
 });
 
-let s: RunningServer;
-let dataDir: string;
+let s: TestServer;
 beforeAll(async () => {
-  dataDir = tempDir();
-  const cfg = configFromEnv({
-    ATRIUM_HOST: "127.0.0.1",
-    ATRIUM_PORT: "0",
-    ATRIUM_DATA_DIR: dataDir,
-    ATRIUM_API_KEY: API_KEY,
-    ATRIUM_ADMIN_KEY: ADMIN_KEY,
-    ATRIUM_CONFIG: testConfig(dataDir),
-  });
-  s = await startServer(cfg, { logger: pino({ level: "warn" }, logSink) });
+  s = await startTestServer({ logger: pino({ level: "warn" }, logSink) });
 });
-afterAll(async () => s?.close());
+afterAll(async () => s?.stop());
 
 const AUTH = { authorization: `Bearer ${API_KEY}` };
 const JSON_CT = { "content-type": "application/json" };

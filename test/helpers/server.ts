@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import pino from "pino";
+import pino, { type Logger } from "pino";
 import { configFromEnv } from "../../src/config.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 import { areaConfigSections } from "../../src/services/index.js";
@@ -66,7 +66,8 @@ export class ManualClock implements Clock {
   }
 }
 
-export async function startTestServer(opts: { clock?: Clock; env?: Record<string, string> } = {}): Promise<TestServer> {
+/** `logger`: to read what the server logs (default: silent, or ATRIUM_TEST_LOG's level). */
+export async function startTestServer(opts: { clock?: Clock; env?: Record<string, string>; logger?: Logger } = {}): Promise<TestServer> {
   const dataDir = tempDir();
   const cfg = configFromEnv({
     ATRIUM_HOST: "127.0.0.1",
@@ -77,7 +78,7 @@ export async function startTestServer(opts: { clock?: Clock; env?: Record<string
     ATRIUM_CONFIG: testConfig(dataDir),
     ...opts.env,
   }, areaConfigSections());
-  const server = await startServer(cfg, { clock: opts.clock, logger: pino({ level: process.env.ATRIUM_TEST_LOG ?? "silent" }) });
+  const server = await startServer(cfg, { clock: opts.clock, logger: opts.logger ?? pino({ level: process.env.ATRIUM_TEST_LOG ?? "silent" }) });
   return {
     ...server,
     dataDir,
