@@ -2,12 +2,13 @@
 // services/ with an index.ts exporting an ApiArea, and one line here.
 import type { ApiArea } from "./area.js";
 import { containersArea } from "./containers/index.js";
+import { embeddingsArea } from "./embeddings/index.js";
 import { filesArea } from "./files/index.js";
 import { modelsArea } from "./models/index.js";
 import { responsesArea } from "./responses/index.js";
 import { uploadsArea } from "./uploads/index.js";
 
-export const areas: ApiArea[] = [filesArea, uploadsArea, modelsArea, responsesArea, containersArea];
+export const areas: ApiArea[] = [filesArea, uploadsArea, modelsArea, responsesArea, embeddingsArea, containersArea];
 
 /** The ATRIUM_CONFIG sections the areas read, for configFromEnv's schema. */
 export function areaConfigSections(list: ApiArea[] = areas): Record<string, object> {

@@ -1,0 +1,251 @@
+// A small pool of worker threads for CPU-bound engine work (DESIGN principle 7: the event loop
+// never blocks on inference). N workers, started on demand; one task per worker at a time; a FIFO
+// queue in front. Each task has an id; results come back as the worker posts them (typed arrays
+// transferred, not copied). A worker that crashes rejects its in-flight task and is replaced on
+// the next task; close() stops everything.
+//
+// The worker side of the protocol is serveTasks() (serve.ts); workerScript() (script.ts) finds
+// the file to start from compiled JS or from TypeScript sources.
+import { Worker, type ResourceLimits, type Transferable } from "node:worker_threads";
+import type { TaskReply, TaskRequest } from "./protocol.js";
+
+export interface WorkerPoolOptions {
+  /** What each worker runs: see workerScript(). */
+  script: URL;
+  /** Most workers alive at once. */
+  size: number;
+  /** Thread name (shown in inspectors and heap snapshots) and prefix of error messages. */
+  name: string;
+  /** Handed to every worker as `workerData`. */
+  workerData?: unknown;
+  /** V8 heap limits per worker: a worker over them dies as a crash, not the whole process. */
+  resourceLimits?: ResourceLimits;
+}
+
+export interface RunOptions {
+  /** Aborts the task: a queued task leaves the queue; a running one is told to stop (serveTasks' signal). */
+  signal?: AbortSignal;
+  /** Buffers to move into the worker instead of copying (they become unusable here). */
+  transfer?: Transferable[];
+}
+
+/** The worker died (uncaught exception, out of memory, exit) while running this task. */
+export class WorkerCrashedError extends Error {
+  override readonly name = "WorkerCrashedError";
+}
+
+/** The pool was closed before the task finished. */
+export class PoolClosedError extends Error {
+  override readonly name = "PoolClosedError";
+}
+
+/** The task's own error, thrown inside the worker; `name`, `message` and `code` are the original's. */
+export class WorkerTaskError extends Error {
+  override name: string;
+  readonly code: string | undefined;
+  constructor(error: { name?: string; message?: string; code?: string; stack?: string }) {
+    super(error.message ?? "worker task failed");
+    this.name = error.name ?? "Error";
+    this.code = error.code;
+    if (error.stack) this.stack = error.stack;
+  }
+}
+
+interface Task {
+  id: number;
+  payload: unknown;
+  transfer: Transferable[] | undefined;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+  /** Rejected already (aborted while running): its worker is busy until it answers. */
+  settled: boolean;
+}
+
+interface Slot {
+  worker: Worker;
+  task: Task | null;
+  /** Set once the worker is going away (crash, exit, close): never given work again. */
+  dead: boolean;
+}
+
+export interface PoolStats {
+  workers: number;
+  busy: number;
+  queued: number;
+  /** Workers that died while running a task, since the pool was made. */
+  crashes: number;
+}
+
+export class WorkerPool<Req, Res> {
+  readonly size: number;
+  private readonly slots = new Set<Slot>();
+  private readonly queue: Task[] = [];
+  private nextId = 1;
+  private closed = false;
+  private crashes = 0;
+
+  constructor(private readonly opts: WorkerPoolOptions) {
+    if (!Number.isInteger(opts.size) || opts.size < 1) throw new RangeError(`${opts.name}: pool size must be a positive integer, got ${opts.size}`);
+    this.size = opts.size;
+  }
+
+  /** Runs `payload` on a worker; resolves with what the worker's handler returned. */
+  run(payload: Req, opts: RunOptions = {}): Promise<Res> {
+    if (this.closed) return Promise.reject(new PoolClosedError(`${this.opts.name}: the pool is closed`));
+    const signal = opts.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<Res>((resolve, reject) => {
+      const task: Task = {
+        id: this.nextId++,
+        payload,
+        transfer: opts.transfer,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        signal,
+        onAbort: undefined,
+        settled: false,
+      };
+      if (signal) {
+        task.onAbort = () => this.abort(task);
+        signal.addEventListener("abort", task.onAbort, { once: true });
+      }
+      this.queue.push(task);
+      this.dispatch();
+    });
+  }
+
+  /** The live worker threads (for diagnostics and tests; do not post to them). */
+  get threads(): Worker[] {
+    return [...this.slots].filter((s) => !s.dead).map((s) => s.worker);
+  }
+
+  stats(): PoolStats {
+    let busy = 0;
+    for (const s of this.slots) if (s.task) busy++;
+    return { workers: this.slots.size, busy, queued: this.queue.length, crashes: this.crashes };
+  }
+
+  /** Rejects queued and running tasks with PoolClosedError and terminates every worker. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const err = new PoolClosedError(`${this.opts.name}: the pool was closed`);
+    for (const t of this.queue.splice(0)) this.fail(t, err);
+    const exits: Promise<unknown>[] = [];
+    for (const s of this.slots) {
+      s.dead = true;
+      if (s.task) this.fail(s.task, err);
+      exits.push(s.worker.terminate());
+    }
+    this.slots.clear();
+    await Promise.allSettled(exits);
+  }
+
+  // ---- internals ----
+
+  private dispatch(): void {
+    while (this.queue.length > 0 && !this.closed) {
+      const slot = this.idleSlot() ?? (this.slots.size < this.size ? this.spawn() : undefined);
+      if (!slot) return;
+      const task = this.queue.shift()!;
+      slot.task = task;
+      slot.worker.ref(); // a running task keeps the process alive; an idle pool does not
+      const msg: TaskRequest = { type: "run", id: task.id, payload: task.payload };
+      try {
+        slot.worker.postMessage(msg, task.transfer);
+      } catch (e) {
+        // The payload could not be cloned (a function, a detached buffer): the task's fault, not the worker's.
+        slot.task = null;
+        slot.worker.unref();
+        this.fail(task, e);
+      }
+    }
+  }
+
+  private idleSlot(): Slot | undefined {
+    for (const s of this.slots) if (!s.task && !s.dead) return s;
+    return undefined;
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(this.opts.script, {
+      name: this.opts.name,
+      workerData: this.opts.workerData,
+      resourceLimits: this.opts.resourceLimits,
+      // Workers must not inherit a --inspect port or the test runner's loader flags.
+      execArgv: [],
+      stdout: false,
+      stderr: false,
+    });
+    const slot: Slot = { worker, task: null, dead: false };
+    worker.on("message", (m: TaskReply) => this.onReply(slot, m));
+    worker.on("messageerror", (e) => this.onCrash(slot, e));
+    worker.on("error", (e) => this.onCrash(slot, e));
+    worker.on("exit", (code) => this.onCrash(slot, new Error(`exited with code ${code}`)));
+    worker.unref();
+    this.slots.add(slot);
+    return slot;
+  }
+
+  private onReply(slot: Slot, m: TaskReply): void {
+    const task = slot.task;
+    if (!task || task.id !== m.id) return; // an answer nobody waits for any more
+    slot.task = null;
+    slot.worker.unref();
+    if (m.ok) this.succeed(task, m.result);
+    else this.fail(task, new WorkerTaskError(m.error));
+    this.dispatch();
+  }
+
+  /** The worker is gone or going: fail its task, forget it; the next dispatch starts a new one. */
+  private onCrash(slot: Slot, cause: unknown): void {
+    if (!this.slots.has(slot)) return; // already handled (error, then exit)
+    this.slots.delete(slot);
+    slot.dead = true;
+    const task = slot.task;
+    slot.task = null;
+    if (task) {
+      this.crashes++;
+      const why = cause instanceof Error ? cause.message : String(cause);
+      this.fail(task, new WorkerCrashedError(`${this.opts.name}: the worker died while running the task (${why})`, { cause }));
+    }
+    void slot.worker.terminate(); // after 'error' the thread may still be winding down
+    this.dispatch();
+  }
+
+  private abort(task: Task): void {
+    const queued = this.queue.indexOf(task);
+    if (queued >= 0) {
+      this.queue.splice(queued, 1);
+      this.fail(task, task.signal!.reason);
+      return;
+    }
+    // Running: answer the caller now, ask the worker to stop; it stays busy until it replies.
+    for (const s of this.slots) {
+      if (s.task === task) {
+        const msg: TaskRequest = { type: "cancel", id: task.id };
+        s.worker.postMessage(msg);
+        break;
+      }
+    }
+    this.fail(task, task.signal!.reason);
+  }
+
+  private succeed(task: Task, result: unknown): void {
+    if (this.settle(task)) task.resolve(result);
+  }
+
+  private fail(task: Task, err: unknown): void {
+    if (this.settle(task)) task.reject(err);
+  }
+
+  /** Marks the task answered; false if it was already. */
+  private settle(task: Task): boolean {
+    if (task.settled) return false;
+    task.settled = true;
+    if (task.onAbort) task.signal!.removeEventListener("abort", task.onAbort);
+    return true;
+  }
+}

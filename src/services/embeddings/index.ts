@@ -1,0 +1,25 @@
+// The Embeddings area: POST /v1/embeddings. It owns the local sentence encoder (one worker pool
+// for the whole server) and registers it as the local embeddings provider, so that other areas
+// (vector stores) asking providers.embeddings() share the same workers.
+import { EmbeddingsService } from "../../../gen/atrium/v1/embeddings_pb.js";
+import { DEFAULT_PROVIDER_TIMEOUT_MS } from "../../config-schema.js";
+import { LocalSentenceEncoder } from "../../engines/embeddings/index.js";
+import type { ApiArea } from "../area.js";
+import { createEmbeddingsService } from "./handler.js";
+
+export const embeddingsArea: ApiArea = {
+  name: "embeddings",
+  setup: ({ config, providers }) => {
+    // The local model's time limit is `providers.embeddings.timeout_ms` when the capability is
+    // local (default 60 s); with an upstream configured, that limit is the upstream's and the
+    // local model keeps the default.
+    const settings = config.providers?.embeddings;
+    const local = new LocalSentenceEncoder({ timeoutMs: settings?.kind === "local" ? settings.timeoutMs : DEFAULT_PROVIDER_TIMEOUT_MS });
+    providers?.registerLocal("embeddings", () => local);
+    const upstream = () => (providers?.configOf("embeddings").kind === "upstream" ? providers.embeddings() : undefined);
+    return {
+      services: [{ desc: EmbeddingsService, impl: createEmbeddingsService({ local, upstream }) }],
+      stop: () => local.close(),
+    };
+  },
+};
