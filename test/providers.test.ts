@@ -274,6 +274,20 @@ describe("Providers registry", () => {
     expect(() => providers.registerLocal("embeddings", () => fakeLocalEmbeddings)).toThrow(/already registered/);
   });
 
+  it("local() is the in-process engine whatever the configured kind, one instance shared with get()", () => {
+    const asLocal = new Providers(allLocal);
+    asLocal.registerLocal("embeddings", () => fakeLocalEmbeddings);
+    expect(asLocal.local("embeddings")).toBe(asLocal.embeddings());
+    const asUpstream = new Providers({ ...allLocal, embeddings: { kind: "upstream", baseUrl: "http://127.0.0.1:9", timeoutMs: 1_000, dimensions: 2 } });
+    let made = 0;
+    asUpstream.registerLocal("embeddings", () => (made++, fakeLocalEmbeddings));
+    expect(asUpstream.local("embeddings")).toBe(fakeLocalEmbeddings);
+    expect(asUpstream.local("embeddings")).toBe(fakeLocalEmbeddings);
+    expect(made).toBe(1);
+    expect(asUpstream.embeddings()).not.toBe(fakeLocalEmbeddings);
+    expect(() => new Providers(allLocal).local("moderation")).toThrow(ProviderUnavailable);
+  });
+
   it("nothing local and no upstream: ProviderUnavailable telling what to configure", () => {
     const providers = new Providers(allLocal);
     expect(providers.has("moderation")).toBe(false);

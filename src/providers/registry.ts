@@ -66,23 +66,24 @@ const BUILT_IN_UPSTREAM: Partial<Record<Capability, AnyFactory>> = {
 };
 
 export class Providers {
-  private readonly local = new Map<Capability, AnyFactory>();
-  private readonly upstream = new Map<Capability, AnyFactory>(Object.entries(BUILT_IN_UPSTREAM) as Array<[Capability, AnyFactory]>);
+  private readonly localFactories = new Map<Capability, AnyFactory>();
+  private readonly upstreamFactories = new Map<Capability, AnyFactory>(Object.entries(BUILT_IN_UPSTREAM) as Array<[Capability, AnyFactory]>);
   private readonly registered = new Set<string>();
   private readonly instances = new Map<Capability, ProviderOf[Capability]>();
+  private readonly localInstances = new Map<Capability, ProviderOf[Capability]>();
 
   constructor(private readonly config: ProvidersConfig) {}
 
   /** The engine that owns a capability registers its in-process implementation here, once. */
   registerLocal<C extends Capability>(capability: C, factory: LocalFactory<C>): void {
     this.register("local", capability);
-    this.local.set(capability, factory as AnyFactory);
+    this.localFactories.set(capability, factory as AnyFactory);
   }
 
   /** For a capability whose upstream implementation lives with its area (fine-tuning); replaces a built-in one. */
   registerUpstream<C extends Capability>(capability: C, factory: UpstreamFactory<C>): void {
     this.register("upstream", capability);
-    this.upstream.set(capability, factory as AnyFactory);
+    this.upstreamFactories.set(capability, factory as AnyFactory);
   }
 
   private register(kind: "local" | "upstream", capability: Capability): void {
@@ -102,7 +103,7 @@ export class Providers {
   /** Whether get() would find an implementation (e.g. to list a local model, or skip a check). */
   has(capability: Capability): boolean {
     const kind = this.configOf(capability).kind;
-    return (kind === "local" ? this.local : this.upstream).has(capability);
+    return (kind === "local" ? this.localFactories : this.upstreamFactories).has(capability);
   }
 
   /** The implementation serving `capability`; ProviderUnavailable when none can. */
@@ -110,10 +111,27 @@ export class Providers {
     const made = this.instances.get(capability);
     if (made) return made as ProviderOf[C];
     const config = this.configOf(capability);
-    const factory = (config.kind === "local" ? this.local : this.upstream).get(capability);
+    const factory = (config.kind === "local" ? this.localFactories : this.upstreamFactories).get(capability);
     if (!factory) throw this.unavailable(capability, config.kind);
     const provider = (factory as (c: ConfigOf[C]) => ProviderOf[C])(config);
     this.instances.set(capability, provider);
+    return provider;
+  }
+
+  /**
+   * The in-process implementation whatever the configured kind: engines that need the local model
+   * itself (moderation's text classifier runs on the local sentence encoder) share one instance
+   * with get() instead of loading a second copy.
+   */
+  local<C extends Capability>(capability: C): ProviderOf[C] {
+    const config = this.configOf(capability);
+    if (config.kind === "local") return this.get(capability);
+    const made = this.localInstances.get(capability);
+    if (made) return made as ProviderOf[C];
+    const factory = this.localFactories.get(capability);
+    if (!factory) throw this.unavailable(capability, "local");
+    const provider = (factory as (c: ConfigOf[C]) => ProviderOf[C])({ kind: "local", timeoutMs: config.timeoutMs } as ConfigOf[C]);
+    this.localInstances.set(capability, provider);
     return provider;
   }
 
