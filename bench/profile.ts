@@ -45,9 +45,12 @@ async function record(): Promise<string> {
     });
   });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "atrium-prof-"));
+  // Rate limits far above the load, so that no request is refused (the default is 10,000 per minute).
+  const config = path.join(dir, "atrium.json");
+  fs.writeFileSync(config, JSON.stringify({ organizations: [{ id: "org-default", rate_limits: { requests_per_minute: 1e9, tokens_per_minute: 1e9 }, projects: [{ id: "proj_default" }] }] }));
   const proc = spawn("taskset", ["-c", "0", process.execPath, "--cpu-prof", `--cpu-prof-dir=${dir}`, "dist/src/main.js"], {
     cwd: ROOT,
-    env: { ...process.env, ATRIUM_PORT: String(port), ATRIUM_DATA_DIR: path.join(dir, "data"), ATRIUM_API_KEY: KEY, ATRIUM_LOG_LEVEL: arg("log-level", "warn") },
+    env: { ...process.env, ATRIUM_PORT: String(port), ATRIUM_DATA_DIR: path.join(dir, "data"), ATRIUM_API_KEY: KEY, ATRIUM_LOG_LEVEL: arg("log-level", "warn"), ATRIUM_CONFIG: config },
     stdio: "inherit",
   });
   const url = `http://127.0.0.1:${port}`;

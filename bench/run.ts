@@ -118,10 +118,14 @@ async function stop(s: Server) {
 async function startAtrium(dir: string, logLevel: string, tag: string): Promise<Server> {
   const port = await freePort();
   const dataDir = path.join(dir, `atrium-${tag}-${logLevel}`);
+  // Rate limits far above the load: every request takes the limiter's path, none is refused
+  // (the default 10,000 requests per minute would refuse most of a bench window).
+  const config = path.join(dir, `atrium-${tag}-${logLevel}.json`);
+  fs.writeFileSync(config, JSON.stringify({ organizations: [{ id: "org-default", rate_limits: { requests_per_minute: 1e9, tokens_per_minute: 1e9 }, projects: [{ id: "proj_default" }] }] }));
   return startServer(
     `atrium (log ${logLevel})`,
     [process.execPath, "dist/src/main.js"],
-    { ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: String(port), ATRIUM_DATA_DIR: dataDir, ATRIUM_API_KEY: API_KEY, ATRIUM_LOG_LEVEL: logLevel },
+    { ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: String(port), ATRIUM_DATA_DIR: dataDir, ATRIUM_API_KEY: API_KEY, ATRIUM_LOG_LEVEL: logLevel, ATRIUM_CONFIG: config },
     `http://127.0.0.1:${port}`,
     path.join(dir, `atrium-${tag}-${logLevel}.log`),
   );

@@ -8,6 +8,7 @@
 // edits this file. A fragment should set `additionalProperties: false` on its objects: unknown
 // properties are errors everywhere else, so that a typo never passes silently.
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
+import { PERMISSIONS } from "./auth/identity/permissions.js";
 
 /** Annotation read by describeError(): replaces ajv's generic reason for errors raised by that schema. */
 const REASON = "x-reason";
@@ -26,18 +27,107 @@ const apiKeyEnv = {
 };
 const timeoutMs = { type: "integer", minimum: 1, maximum: 3_600_000 };
 
+// Rate limits (spec 8; src/limits/config.ts): per organization (defaults: 10,000 requests and
+// 10,000,000 tokens per minute) and a project's own caps inside its organization's.
+const perWindow = { type: "integer", minimum: 1 };
+const rateLimits = {
+  type: "object",
+  additionalProperties: false,
+  properties: { requests_per_minute: perWindow, requests_per_day: perWindow, tokens_per_minute: perWindow, tokens_per_day: perWindow },
+};
+const spendLimit = { type: "integer", minimum: 1, description: "Hard cap on tokens per calendar month (UTC): 429 insufficient_quota once reached." };
+
 const project = {
   type: "object",
   additionalProperties: false,
   required: ["id"],
-  properties: { id, name },
+  properties: { id, name, rate_limits: rateLimits, spend_limit_tokens_per_month: spendLimit },
+};
+
+// Workload identity (spec 4.11): service accounts and the providers whose identities map to them.
+// Cross-references, the JWKS source rule, CEL and PEM are checked by src/auth/identity/config.ts.
+const identityId = { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$", [REASON]: "must be 1-128 letters, digits, _ . : - (starting with a letter or digit)" };
+const cel = { type: "string", minLength: 1, maxLength: 4096, description: "A CEL expression over `assertion` and `attribute`." };
+
+const serviceAccount = {
+  type: "object",
+  additionalProperties: false,
+  required: ["id", "project"],
+  properties: { id: identityId, name, project: id, role: { enum: ["owner", "member", "reader"] } },
+};
+
+const identityMapping = {
+  type: "object",
+  additionalProperties: false,
+  required: ["service_account", "condition"],
+  properties: {
+    service_account: identityId,
+    enabled: { type: "boolean" },
+    condition: cel,
+    permissions: { type: "array", uniqueItems: true, items: { enum: [...PERMISSIONS] } },
+  },
+};
+
+const trustRoot = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    pem_file: { type: "string", minLength: 1 },
+    pem: { type: "string", minLength: 1 },
+    project: id,
+    active: { type: "boolean" },
+    admission: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        subject_matches: { type: "string", minLength: 1, description: "A regular expression the leaf's subject DN (RFC 4514 order) must match." },
+        max_chain: { type: "integer", minimum: 1, maximum: 8, description: "Longest accepted chain, counting the leaf and the root." },
+      },
+    },
+  },
+};
+
+const identityProvider = {
+  type: "object",
+  additionalProperties: false,
+  required: ["id", "kind"],
+  properties: {
+    id: identityId,
+    name,
+    kind: { enum: ["jwt", "x509"] },
+    enabled: { type: "boolean" },
+    issuer: { type: "string", minLength: 1 },
+    audiences: { type: "array", minItems: 1, items: { type: "string", minLength: 1 } },
+    jwks: { type: "object" },
+    jwks_url: { type: "string", format: "http-url" },
+    jwks_file: { type: "string", minLength: 1 },
+    algorithms: {
+      type: "array",
+      minItems: 1,
+      uniqueItems: true,
+      // Asymmetric only: never `none`, never an HMAC algorithm.
+      items: { enum: ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"] },
+    },
+    attribute_mapping: { type: "object", maxProperties: 50, additionalProperties: cel, propertyNames: { type: "string", minLength: 1, maxLength: 128 } },
+    attribute_condition: cel,
+    roots: { type: "array", minItems: 1, maxItems: 50, items: trustRoot },
+    mappings: { type: "array", maxItems: 50, items: identityMapping },
+  },
 };
 
 const organization = {
   type: "object",
   additionalProperties: false,
   required: ["id"],
-  properties: { id, name, projects: { type: "array", items: project } },
+  properties: {
+    id,
+    name,
+    projects: { type: "array", items: project },
+    rate_limits: rateLimits,
+    spend_limit_tokens_per_month: spendLimit,
+    service_accounts: { type: "array", items: serviceAccount },
+    identity_providers: { type: "array", maxItems: 50, items: identityProvider },
+  },
 };
 
 const key = {

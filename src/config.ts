@@ -2,8 +2,10 @@
 // ATRIUM_CONFIG file (JSON or YAML) declaring organizations, projects, keys, the model providers
 // and the areas' own sections. The file is checked against the JSON Schema in config-schema.ts.
 import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import type { Role } from "./auth/principal.js";
+import { compileIdentity, emptyIdentitySpec, type IdentitySpec, type OrganizationIdentityFileConfig } from "./auth/identity/config.js";
 import { DEFAULT_PROVIDER_TIMEOUT_MS, validateConfig } from "./config-schema.js";
 
 export interface KeyConfig {
@@ -35,7 +37,8 @@ export interface FileProvidersConfig {
 }
 
 export interface FileConfig {
-  organizations?: Array<{ id: string; name?: string; projects?: Array<{ id: string; name?: string }> }>;
+  /** Workload identity (service_accounts, identity_providers): see auth/identity/config.ts. */
+  organizations?: Array<OrganizationIdentityFileConfig & { name?: string; projects?: Array<{ id: string; name?: string }> }>;
   keys?: KeyConfig[];
   providers?: FileProvidersConfig;
 }
@@ -79,13 +82,22 @@ export interface AtriumConfig {
   dataDir: string;
   tlsCert?: string;
   tlsKey?: string;
+  /** ATRIUM_MTLS_PORT/CERT/KEY: the mutual-TLS listener (X.509 token exchange, certificate-bound API calls). */
+  mtls?: { port: number; cert: string; key: string };
   apiKey?: string;
   adminKey?: string;
   file: FileConfig;
+  /** Service accounts and identity providers of `file`, checked and compiled (CEL planned, JWKS and PEM files read). */
+  identity?: IdentitySpec;
   providers: ProvidersConfig;
   /** The areas' own sections of ATRIUM_CONFIG (see configFromEnv's `sections`), validated, schema defaults applied. */
   sections: Record<string, unknown>;
   logLevel: string;
+  /**
+   * ATRIUM_MODEL_CACHE_DIR (default `<dataDir>/cache`): data derived from the shipped models (the
+   * moderation bank's vectors), keyed by content, so servers may share it.
+   */
+  modelCacheDir: string;
   /** ATRIUM_SECRET_KEY: encrypts secrets at rest (container domain secrets); else a key file in dataDir. */
   secretKey?: string;
   /** Fetching caller-supplied URLs (token counting's image_url / file_url). */
@@ -115,10 +127,10 @@ function readDocument(path: string): unknown {
   }
 }
 
-function loadFile(path: string | undefined, sections: Record<string, object>): FileConfig & Record<string, unknown> {
-  if (!path) return {};
+function loadFile(path: string | undefined, sections: Record<string, object>): { file: FileConfig & Record<string, unknown>; identity: IdentitySpec } {
+  if (!path) return { file: {}, identity: emptyIdentitySpec() };
   const doc = readDocument(path);
-  if (doc === null || doc === undefined) return {}; // a YAML file holding only comments
+  if (doc === null || doc === undefined) return { file: {}, identity: emptyIdentitySpec() }; // a YAML file holding only comments
   if (typeof doc !== "object" || Array.isArray(doc)) throw new ConfigError(`${PREFIX}${path} must hold an object (a mapping)`);
   const errors = validateConfig(doc, sections);
   if (errors.length) {
@@ -132,7 +144,9 @@ function loadFile(path: string | undefined, sections: Record<string, object>): F
   for (const [i, k] of (cfg.keys ?? []).entries())
     if (!orgIds.has(k.organization))
       throw new ConfigError(`${PREFIX}/keys/${i}/organization '${k.organization}' is not declared in /organizations`);
-  return cfg;
+  const identity = compileIdentity(cfg.organizations ?? [], dirname(path));
+  if (identity.errors.length) throw new ConfigError(PREFIX + identity.errors.slice(0, MAX_REPORTED_ERRORS).join(`\n${PREFIX}`));
+  return { file: cfg, identity: identity.spec };
 }
 
 function providerConfig(path: string, section: FileProviderConfig | undefined, env: NodeJS.ProcessEnv): ProviderConfig {
@@ -189,6 +203,15 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, dflt: number): number
   return n;
 }
 
+function mtlsConfig(env: NodeJS.ProcessEnv): AtriumConfig["mtls"] {
+  const { ATRIUM_MTLS_PORT: port, ATRIUM_MTLS_CERT: cert, ATRIUM_MTLS_KEY: key } = env;
+  if (!port && !cert && !key) return undefined;
+  if (!port || !cert || !key) throw new ConfigError("ATRIUM_MTLS_PORT, ATRIUM_MTLS_CERT and ATRIUM_MTLS_KEY go together");
+  const n = Number(port);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`ATRIUM_MTLS_PORT must be a port number, got '${port}'`);
+  return { port: n, cert, key };
+}
+
 function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   const raw = (env[name] ?? "").toLowerCase();
   if (raw === "" || raw === "0" || raw === "false" || raw === "no") return false;
@@ -206,20 +229,24 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, sections: Re
   const port = Number(env.ATRIUM_PORT ?? 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`ATRIUM_PORT must be a port number, got '${env.ATRIUM_PORT}'`);
   if (!!env.ATRIUM_TLS_CERT !== !!env.ATRIUM_TLS_KEY) throw new ConfigError("ATRIUM_TLS_CERT and ATRIUM_TLS_KEY go together");
-  const file = loadFile(env.ATRIUM_CONFIG, sections);
+  const mtls = mtlsConfig(env);
+  const { file, identity } = loadFile(env.ATRIUM_CONFIG, sections);
   return {
     host: env.ATRIUM_HOST ?? "127.0.0.1",
     port,
     dataDir: env.ATRIUM_DATA_DIR ?? "./.atrium",
     tlsCert: env.ATRIUM_TLS_CERT,
     tlsKey: env.ATRIUM_TLS_KEY,
+    mtls,
     apiKey: env.ATRIUM_API_KEY || undefined,
     adminKey: env.ATRIUM_ADMIN_KEY || undefined,
     file,
+    identity,
     providers: providersConfig(file.providers, env),
     sections: Object.fromEntries(Object.keys(sections).filter((name) => file[name] !== undefined).map((name) => [name, file[name]])),
     logLevel: env.ATRIUM_LOG_LEVEL ?? "info",
     secretKey: env.ATRIUM_SECRET_KEY || undefined,
+    modelCacheDir: env.ATRIUM_MODEL_CACHE_DIR || join(env.ATRIUM_DATA_DIR ?? "./.atrium", "cache"),
     fetchTimeoutMs: positiveInt(env, "ATRIUM_FETCH_TIMEOUT_MS", 10_000),
     fetchAllowPrivate: flag(env, "ATRIUM_FETCH_ALLOW_PRIVATE"),
   };

@@ -16,6 +16,7 @@ import { Authenticator } from "./auth/authenticate.js";
 import { bootstrap } from "./auth/bootstrap.js";
 import { requireAccessRules } from "./auth/access.js";
 import { secureService } from "./auth/secure.js";
+import { installWorkloadIdentity } from "./auth/identity/index.js";
 import { createOnePortServer, type TlsFiles } from "./transport/listener.js";
 import { connectPlugin } from "./transport/connect/plugin.js";
 import { requestContextValues, tagSocket } from "./transport/connection.js";
@@ -32,6 +33,9 @@ import { JobRunner } from "./jobs/runner.js";
 import { SqliteJobStore } from "./jobs/sqlite-job-store.js";
 import type { ApiArea, AreaRuntime } from "./services/area.js";
 import { areas as defaultAreas } from "./services/index.js";
+import { Operability } from "./operability/index.js";
+import type { RateLimits } from "./limits/index.js";
+import type { Metrics } from "./operability/metrics.js";
 
 export const JSON_BODY_LIMIT = 32 * 1024 * 1024;
 
@@ -40,6 +44,8 @@ export interface StartOptions {
   logger?: Logger;
   /** The areas to serve; default: every area of services/index.ts. */
   areas?: ApiArea[];
+  /** Where the limits and operability settings are read (ATRIUM_RATE_LIMITS, ATRIUM_METRICS, ...); default process.env. */
+  env?: Record<string, string | undefined>;
 }
 
 export interface AtriumServer {
@@ -48,6 +54,10 @@ export interface AtriumServer {
   sweeper: ExpirySweeper;
   jobs: JobRunner;
   generatedAdminKey?: string;
+  /** Per-call rate limits (undefined with ATRIUM_RATE_LIMITS=off); `limits.check`/`enforce` serve areas' own limits. */
+  limits?: RateLimits;
+  /** Undefined with ATRIUM_METRICS=off. */
+  metrics?: Metrics;
   /** Binds the main listener (ATRIUM_HOST/ATRIUM_PORT, TLS when configured). */
   listen(): Promise<{ url: string; port: number }>;
   /**
@@ -55,6 +65,8 @@ export interface AtriumServer {
    * (when `tls.requestCert`) in their context's connection facts (transport/connection.ts).
    */
   addListener(name: string, opts: { host: string; port: number; tls?: TlsFiles }): Promise<ExtraListener>;
+  /** Applies a re-read ATRIUM_CONFIG (SIGHUP, file change): organizations, projects, keys, service accounts, identity providers. */
+  reloadConfig(next: AtriumConfig): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -109,6 +121,8 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   const auth = new Authenticator(keys);
   const providers = new Providers(cfg.providers);
   const jobs = new JobRunner(new SqliteJobStore(records), { log });
+  // Rate limits, metrics, /readyz, /openapi.json, reflection, graceful shutdown (src/operability/).
+  const ops = await Operability.open({ env: opts.env ?? process.env, log, records, blobs, file: cfg.file });
 
   const runtimes: AreaRuntime[] = [];
   try {
@@ -116,14 +130,15 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     requireAccessRules(runtimes.flatMap((r) => r.services));
   } catch (e) {
     for (const r of runtimes) await r.stop?.();
+    await ops.close();
     await records.close();
     throw e;
   }
   const plain = runtimes.flatMap((r) => r.services);
-  const services: ServiceBinding[] = plain.map((s) => secureService(s, auth));
+  const services: ServiceBinding[] = plain.map((s) => secureService(s, auth, ops.callLimits));
   const multipart: Record<string, MultipartShape> = Object.assign({}, ...areas.map((a) => a.multipart ?? {}));
 
-  for (const r of runtimes) for (const [kind, { handler, options }] of Object.entries(r.jobs ?? {})) jobs.register(kind, handler, options);
+  for (const r of runtimes) for (const [kind, { handler, options }] of Object.entries(r.jobs ?? {})) jobs.register(kind, ops.timeJob(kind, handler), options);
   const sweeper = new ExpirySweeper(records, clock, log, jobs);
   for (const r of runtimes) for (const [kind, handler] of Object.entries(r.expiry ?? {})) sweeper.on(kind, handler);
 
@@ -166,6 +181,10 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
       done();
     });
   installErrorHandler(app, log);
+  let started = false;
+  ops.install(app, { services, multipart, jobsRunning: () => started });
+  // POST /oauth/token, minted-token verification, the mTLS listener's rules (src/auth/identity/).
+  const identity = installWorkloadIdentity(app, { config: cfg, deps, auth });
 
   app.get("/healthz", async () => ({ status: "ok" }));
 
@@ -173,7 +192,12 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   // Stock connect-fastify, with unary Connect calls on the lean path (src/transport/connect/).
   // JSON codecs need the registry to write the google.protobuf.Any extensions (ContentRange) and
   // error details (ErrorInfo) the services send.
-  await app.register(connectPlugin, { services, jsonOptions: { registry: createRegistry(file_atrium_v1_options) }, contextValues: requestContextValues, readMaxBytes: JSON_BODY_LIMIT });
+  await app.register(connectPlugin, {
+    services: [...services, ...ops.rpcServices(services)],
+    jsonOptions: { registry: createRegistry(file_atrium_v1_options) },
+    contextValues: ops.connectContextValues(requestContextValues),
+    readMaxBytes: JSON_BODY_LIMIT,
+  });
 
   let bindings: ReturnType<typeof registerRestRoutes> = [];
   await app.register(async (scope) => {
@@ -192,13 +216,18 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   installNotFoundHandler(app, { allowedMethods: (path) => allowedMethods(bindings, path) });
 
   const extra = new Set<ExtraListener>();
-  let started = false;
   return {
     app,
     deps,
     sweeper,
     jobs,
     generatedAdminKey,
+    limits: ops.limits,
+    metrics: ops.metrics,
+    reloadConfig: async (next) => {
+      await identity.reload(next);
+      ops.limits?.configure(next.file);
+    },
     async listen() {
       await app.listen({ host: cfg.host, port: cfg.port });
       started = true;
@@ -237,6 +266,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
       // Running jobs are aborted with "shutdown" and stay resumable; the next start finishes them.
       if (started) await jobs.stop();
       for (const r of runtimes) await r.stop?.();
+      await ops.close();
       await records.close();
     },
   };

@@ -79,7 +79,8 @@ interface Answer {
 }
 
 // Per request or per connection, not per protocol behaviour.
-const VOLATILE = new Set(["date", "x-request-id", "vendor-processing-ms", "connection", "keep-alive", "transfer-encoding"]);
+// The rate-limit state moves with every request and with time (the limits themselves must match).
+const VOLATILE = new Set(["date", "x-request-id", "vendor-processing-ms", "connection", "keep-alive", "transfer-encoding", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"]);
 /** Ids the servers draw at random (newId: a kind prefix and 24 base62 characters). */
 const RANDOM_ID = /\b(file-|upload_|part_)[A-Za-z0-9]{24}\b/g;
 

@@ -28,6 +28,11 @@ export function authorize(p: Principal, method: DescMethod): void {
   const a = ruleOf(method);
   // Unreachable after requireAccessRules; fail closed all the same.
   if (!a) throw new ApiError(403, "This operation has no access rule and cannot be called.", { code: "insufficient_permissions" });
+  checkAccess(p, a);
+}
+
+/** Whether `p` may call a method with rule `a`; throws the 403 when not. */
+export function checkAccess(p: Principal, a: Pick<Access, "scope" | "admin" | "owner" | "write" | "denyWorkloadIdentity">): void {
   if (a.admin && p.kind !== "admin_key")
     throw new ApiError(403, "This operation requires an admin API key.", { type: "invalid_request_error", code: "admin_key_required" });
   if (a.denyWorkloadIdentity && p.kind === "workload_token")

@@ -2,6 +2,7 @@
 // the caller selects (Vendor-Organization / Vendor-Project, or the OpenAI-* names the official
 // SDKs send). Other credential kinds (workload identity tokens) plug in as TokenVerifiers.
 import { ApiError } from "../common/errors.js";
+import type { ConnectionFacts } from "../transport/connection.js";
 import type { ApiKeyRecord, KeyStore, Membership, Project } from "./keys.js";
 import type { Principal } from "./principal.js";
 
@@ -12,7 +13,17 @@ export interface HeaderSource {
 /** Resolves a bearer token that is not an API key (e.g. a minted workload identity token). */
 export interface TokenVerifier {
   verify(token: string): Promise<Principal | undefined>;
+  /** True for tokens of this verifier's own format: the key store is then not consulted. */
+  owns?(token: string): boolean;
+  /** verify()'s answer from memory alone (`{ value }`), or undefined when verify() must run. */
+  cached?(token: string): { value: Principal | undefined } | undefined;
 }
+
+/**
+ * Checks the connection a request came on, for an extra listener (the mTLS port's client
+ * certificate). Throws an ApiError to refuse; runs after authentication, before authorization.
+ */
+export type ConnectionCheck = (p: Principal, conn: ConnectionFacts) => void | Promise<void>;
 
 const ORG_HEADERS = ["vendor-organization", "openai-organization"];
 const PROJECT_HEADERS = ["vendor-project", "openai-project"];
@@ -31,28 +42,50 @@ function redact(token: string): string {
 
 export class Authenticator {
   private verifiers: TokenVerifier[] = [];
+  private readonly connectionChecks = new Map<string, ConnectionCheck>();
   constructor(private readonly keys: KeyStore) {}
 
   addVerifier(v: TokenVerifier) {
     this.verifiers.push(v);
   }
 
+  /** Every authenticated call arriving on the named listener must also pass `check`. */
+  addConnectionCheck(listener: string, check: ConnectionCheck) {
+    this.connectionChecks.set(listener, check);
+  }
+
+  /**
+   * The connection rules for an authenticated caller: the listener's own check, if it has one;
+   * elsewhere, credentials that need a client certificate are refused. Undefined (no promise) on
+   * the main listener's hot path.
+   */
+  checkConnection(p: Principal, conn: ConnectionFacts | undefined): void | Promise<void> {
+    const check = conn && this.connectionChecks.get(conn.listener);
+    if (check) return check(p, conn);
+    if (p.clientCertificateRequired)
+      throw new ApiError(401, "This access token was issued for a client certificate: use it on the mutual-TLS endpoint, presenting the certificate.", {
+        type: "authentication_error",
+        code: "client_certificate_required",
+      });
+  }
+
+  private ownerOf(token: string): TokenVerifier | undefined {
+    for (const v of this.verifiers) if (v.owns?.(token)) return v;
+    return undefined;
+  }
+
   async authenticate(headers: HeaderSource): Promise<Principal> {
     const { token, orgHeader, projectHeader } = parseCredentials(headers);
-    const key = await this.keys.lookup(token);
+    const owner = this.ownerOf(token);
+    const key = owner ? undefined : await this.keys.lookup(token);
     if (key) {
       const membership = selectMembership(key.memberships, orgHeader, projectHeader);
       const project = membership.projectId === null && projectHeader ? await this.keys.project(projectHeader) : undefined;
       return keyPrincipal(key, membership, projectHeader, project);
     }
-    for (const v of this.verifiers) {
+    for (const v of owner ? [owner] : this.verifiers) {
       const p = await v.verify(token);
-      if (!p) continue;
-      if (orgHeader && orgHeader !== p.organizationId)
-        throw new ApiError(401, "The organization header does not match the organization of this access token.", { code: "mismatched_organization" });
-      if (projectHeader && projectHeader !== p.projectId)
-        throw new ApiError(401, "The project header does not match the project of this access token.", { code: "mismatched_project" });
-      return p;
+      if (p) return checkTokenHeaders(p, orgHeader, projectHeader);
     }
     throw new ApiError(401, `Incorrect API key provided: ${redact(token)}.`, { type: "invalid_request_error", code: "invalid_api_key" });
   }
@@ -64,6 +97,11 @@ export class Authenticator {
    */
   authenticateCached(headers: HeaderSource): Principal | undefined {
     const { token, orgHeader, projectHeader } = parseCredentials(headers);
+    const owner = this.ownerOf(token);
+    if (owner) {
+      const p = owner.cached?.(token)?.value;
+      return p && checkTokenHeaders(p, orgHeader, projectHeader);
+    }
     const key = this.keys.cached(token)?.value;
     if (!key) return undefined;
     const membership = selectMembership(key.memberships, orgHeader, projectHeader);
@@ -75,6 +113,15 @@ export class Authenticator {
     }
     return keyPrincipal(key, membership, projectHeader, project);
   }
+}
+
+/** A verifier's Principal, if the organization/project headers (when sent) name its own. */
+function checkTokenHeaders(p: Principal, orgHeader: string | undefined, projectHeader: string | undefined): Principal {
+  if (orgHeader && orgHeader !== p.organizationId)
+    throw new ApiError(401, "The organization header does not match the organization of this access token.", { code: "mismatched_organization" });
+  if (projectHeader && projectHeader !== p.projectId)
+    throw new ApiError(401, "The project header does not match the project of this access token.", { code: "mismatched_project" });
+  return p;
 }
 
 /** The bearer credential and the organization/project the caller selects. */

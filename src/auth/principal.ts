@@ -1,4 +1,4 @@
-// Who is calling. API keys and (later) short-lived workload identity tokens both resolve to a
+// Who is calling. API keys and short-lived workload identity tokens both resolve to a
 // Principal, so every protocol and every credential kind goes through one authorization path.
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { ApiError } from "../common/errors.js";
@@ -17,6 +17,11 @@ export interface Principal {
   scopes: string[] | null;
   /** Service account behind a workload identity token. */
   serviceAccountId?: string;
+  /**
+   * X.509-derived workload tokens: the bearer replaces the API key, not the client certificate
+   * (spec 5.7), so they are accepted only on the mutual-TLS listener, with an accepted certificate.
+   */
+  clientCertificateRequired?: boolean;
 }
 
 export const principalKey = createContextKey<Principal | undefined>(undefined, { description: "atrium principal" });

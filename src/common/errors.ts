@@ -13,6 +13,10 @@ export type ErrorType =
   | "not_found_error"
   | "conflict_error"
   | "rate_limit_error"
+  // 429s as the platform types them: which rate was reached, or the spend cap.
+  | "requests"
+  | "tokens"
+  | "insufficient_quota"
   | "server_error";
 
 const codeForStatus: Record<number, Code> = {

@@ -22,6 +22,9 @@ export const KEYS = {
   multi: "sk-atrium-test-multi-project-0001",
 };
 
+/** Shared by every test server: vectors derived from the shipped models, keyed by content. */
+export const MODEL_CACHE_DIR = join(tmpdir(), "atrium-test-model-cache");
+
 export function tempDir(prefix = "atrium-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
@@ -76,6 +79,7 @@ export async function startTestServer(opts: { clock?: Clock; env?: Record<string
     ATRIUM_API_KEY: API_KEY,
     ATRIUM_ADMIN_KEY: ADMIN_KEY,
     ATRIUM_CONFIG: testConfig(dataDir),
+    ATRIUM_MODEL_CACHE_DIR: MODEL_CACHE_DIR,
     ...opts.env,
   }, areaConfigSections());
   const server = await startServer(cfg, { clock: opts.clock, logger: opts.logger ?? pino({ level: process.env.ATRIUM_TEST_LOG ?? "silent" }) });
@@ -104,7 +108,7 @@ export interface ChildServer {
 export async function startChildServer(dataDir: string, env: Record<string, string> = {}): Promise<ChildServer> {
   const main = fileURLToPath(new URL("../../dist/src/main.js", import.meta.url));
   const proc = spawn(process.execPath, [main], {
-    env: { ...process.env, ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: "0", ATRIUM_DATA_DIR: dataDir, ATRIUM_API_KEY: API_KEY, ATRIUM_ADMIN_KEY: ADMIN_KEY, ...env },
+    env: { ...process.env, ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: "0", ATRIUM_DATA_DIR: dataDir, ATRIUM_API_KEY: API_KEY, ATRIUM_ADMIN_KEY: ADMIN_KEY, ATRIUM_MODEL_CACHE_DIR: MODEL_CACHE_DIR, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

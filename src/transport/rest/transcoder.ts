@@ -7,7 +7,7 @@
 // An invalid rule throws here, so a bad annotation fails start-up rather than a request.
 import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { create, getOption, hasOption, type DescField, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import { ScalarType, create, getOption, hasOption, type DescField, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { createContextValues, type ContextValues } from "@connectrpc/connect";
@@ -97,7 +97,10 @@ export function bindRoute(service: DescService, method: DescMethod, multipartSha
       continue;
     }
     if (pathFields.includes(f) || body === "*" || body === f) continue;
-    if (f.fieldKind === "message" || f.fieldKind === "map")
+    // A map<string, string> is read from `name[key]=value` pairs (how the official SDKs encode an
+    // object in a query string, e.g. a metadata filter); other maps and messages have no query form.
+    const stringMap = f.fieldKind === "map" && f.mapKey === ScalarType.STRING && f.mapKind === "scalar" && f.scalar === ScalarType.STRING;
+    if (f.fieldKind === "message" || (f.fieldKind === "map" && !stringMap))
       throw new InvalidHttpRule(`${where}: field ${f.name} cannot be a query parameter; bind it to the body`);
     queryFields.set(f.name, f);
   }
@@ -162,10 +165,15 @@ function buildInit(b: RouteBinding, req: FastifyRequest): Record<string, unknown
   for (const f of b.pathFields) init[f.localName] = decodeStringValue(f, params[f.name], f.name);
   const query = req.query as Record<string, string | string[]>;
   for (const key of Object.keys(query)) {
-    const f = b.queryFields.get(key);
-    if (!f) throw new ApiError(400, `Unrecognized query parameter: ${key}`, { param: key, code: "unknown_parameter" });
+    const entry = /^([a-z_][a-z0-9_]*)\[([^\]]*)\]$/.exec(key);
+    const f = b.queryFields.get(entry ? entry[1] : key);
+    if (!f || (entry !== null) !== (f.fieldKind === "map"))
+      throw new ApiError(400, `Unrecognized query parameter: ${key}`, { param: key, code: "unknown_parameter" });
     const raw = query[key];
-    if (f.fieldKind === "list") init[f.localName] = (Array.isArray(raw) ? raw : [raw]).map((r) => decodeStringValue(f, r, key));
+    if (entry) {
+      if (Array.isArray(raw)) throw new ApiError(400, `Query parameter '${key}' was given more than once.`, { param: key, code: "invalid_value" });
+      ((init[f.localName] ??= {}) as Record<string, string>)[entry[2]] = raw;
+    } else if (f.fieldKind === "list") init[f.localName] = (Array.isArray(raw) ? raw : [raw]).map((r) => decodeStringValue(f, r, key));
     else {
       if (Array.isArray(raw)) throw new ApiError(400, `Query parameter '${key}' was given more than once.`, { param: key, code: "invalid_value" });
       init[f.localName] = decodeStringValue(f, raw, key);
@@ -309,6 +317,8 @@ export function registerRestRoutes(scope: FastifyInstance, opts: TranscoderOptio
           try {
             await handler(b, fn.bind(impl), req, reply, ctx);
           } catch (err) {
+            // Headers set before the error (x-ratelimit-*, vendor-organization) go out with it.
+            copyResponseHeaders(ctx, reply);
             sendError(reply, err);
           }
           return reply;

@@ -1,0 +1,394 @@
+// Per-call rate limits (spec 8, "Rate limits"): what each authenticated call is charged, the
+// x-ratelimit-* headers it answers with, and the 429 when a limit is reached. Called once per RPC
+// by the auth wrapper (src/auth/secure.ts), so REST, Connect, gRPC-Web and gRPC callers share the
+// same limits and see the same headers (as response metadata over RPC).
+//
+// Each call is charged, atomically across every entry that applies to it:
+//   - the organization's requests per minute (and per day) and tokens per minute (and per day);
+//   - its project's own caps, where configured;
+//   - the monthly token caps (`spend_limit_tokens_per_month`) of both;
+//   - for file uploads, 1,000 requests per minute per credential (spec 8, file upload rate).
+// Tokens are the documented estimate (tokens.ts). A call is charged when it is admitted, whatever
+// it answers later: failed requests count (spec 8). A refused call is charged nothing, so waiting
+// the `retry-after` it reports is enough.
+//
+// Headers: `x-ratelimit-{limit,remaining,reset}-requests` describe the request limit that binds
+// now (the one with the least left: the project's own cap, a per-day limit, ...), the `-tokens`
+// trio the organization's token limit, and the `-project-tokens` trio a project's token limit
+// when one is configured. Resets are the time until the limit is back to its full allowance.
+//
+// Areas with limits of their own (vector stores: 300 requests per minute per store, 2,000 attached
+// files per minute per organization) call `check` / `enforce` with a key and a rule.
+import type { DescMethod } from "@bufbuild/protobuf";
+import type { Logger } from "pino";
+import { ApiError, type ErrorType } from "../common/errors.js";
+import type { Principal } from "../auth/principal.js";
+import {
+  DEFAULT_REQUESTS_PER_MINUTE,
+  DEFAULT_TOKENS_PER_MINUTE,
+  UPLOADS_PER_MINUTE_PER_USER,
+  type LimitedProject,
+  type LimitsFileConfig,
+  type RateLimitRules,
+} from "./config.js";
+import { formatDuration } from "./duration.js";
+import { rateConforms, rateRemaining, rateResetMs, rateRetryMs, type LimitEntry, type LimitStore, type RateEntry, type TakeResult } from "./store.js";
+import { tokenMeter } from "./tokens.js";
+
+const MINUTE = 60_000;
+const DAY = 86_400_000;
+
+/** A rate an area enforces itself: `limit` per `windowMs`. `name` labels it in errors and metrics. */
+export interface RateRule {
+  name: string;
+  limit: number;
+  windowMs: number;
+}
+
+export interface LimitCheck {
+  ok: boolean;
+  limit: number;
+  remaining: number;
+  /** Until the full allowance is back. */
+  resetMs: number;
+  /** When refused: how long until `cost` would be admitted (Infinity: never, cost > limit). */
+  retryAfterMs: number;
+}
+
+/** What a refusal was about, for metrics. */
+export interface Rejection {
+  /** requests | tokens | spend | upload, or an area rule's name. */
+  limit: string;
+  scope: "organization" | "project" | "user" | "area";
+}
+
+/** RPCs that upload file content: spec 8's "file upload rate" applies to them. */
+const UPLOAD_METHODS = new Set(["atrium.v1.FilesService.CreateFile", "atrium.v1.UploadsService.CreateUpload", "atrium.v1.UploadsService.AddUploadPart"]);
+
+type Role = "requests" | "tokens" | "project-tokens" | "spend" | "upload";
+
+interface PlanEntry {
+  role: Role;
+  scope: "organization" | "project" | "user";
+  owner: string;
+}
+
+/** The entries one kind of call is charged, built once per organization/project (and month). */
+interface Plan {
+  entries: LimitEntry[];
+  meta: PlanEntry[];
+  requests: number[];
+  tokens: number[];
+  projectTokens: number[];
+  /** The month's end when the plan holds spend caps (their keys name the month), else Infinity. */
+  validUntil: number;
+}
+
+export const RATE_LIMIT_HEADERS = [
+  "x-ratelimit-limit-requests",
+  "x-ratelimit-remaining-requests",
+  "x-ratelimit-reset-requests",
+  "x-ratelimit-limit-tokens",
+  "x-ratelimit-remaining-tokens",
+  "x-ratelimit-reset-tokens",
+] as const;
+
+/** The headers of an organization nothing was charged to yet under the default limits. */
+export const DEFAULT_RATE_LIMIT_HEADERS: Readonly<Record<string, string>> = {
+  "x-ratelimit-limit-requests": String(DEFAULT_REQUESTS_PER_MINUTE),
+  "x-ratelimit-remaining-requests": String(DEFAULT_REQUESTS_PER_MINUTE),
+  "x-ratelimit-reset-requests": "0s",
+  "x-ratelimit-limit-tokens": String(DEFAULT_TOKENS_PER_MINUTE),
+  "x-ratelimit-remaining-tokens": String(DEFAULT_TOKENS_PER_MINUTE),
+  "x-ratelimit-reset-tokens": "0s",
+};
+
+export interface RateLimitsOptions {
+  log?: Pick<Logger, "warn">;
+  /** Called for every refused call (metrics). */
+  onReject?: (r: Rejection) => void;
+  /** Clock (ms) for the memory store and month boundaries; default Date.now. */
+  now?: () => number;
+}
+
+function month(now: number): { label: string; end: number } {
+  const d = new Date(now);
+  const y = d.getUTCFullYear();
+  const m = d.getUTCMonth();
+  return { label: `${y}-${String(m + 1).padStart(2, "0")}`, end: Date.UTC(y, m + 1, 1) };
+}
+
+export class RateLimits {
+  private orgs = new Map<string, { org: LimitedProject; projects: Map<string, LimitedProject> }>();
+  /** organization → project → plan. */
+  private plans = new Map<string, Map<string, Plan>>();
+  private readonly uploadMethods = new WeakMap<DescMethod, boolean>();
+  private readonly clock: () => number;
+  private lastStoreWarning = 0;
+
+  constructor(
+    readonly store: LimitStore,
+    file: LimitsFileConfig,
+    private readonly opts: RateLimitsOptions = {},
+  ) {
+    this.clock = opts.now ?? Date.now;
+    this.configure(file);
+  }
+
+  /** Takes (new) limits from ATRIUM_CONFIG; state already charged is kept. */
+  configure(file: LimitsFileConfig) {
+    const orgs = new Map<string, { org: LimitedProject; projects: Map<string, LimitedProject> }>();
+    for (const o of file.organizations ?? []) orgs.set(o.id, { org: o, projects: new Map((o.projects ?? []).map((p) => [p.id, p])) });
+    this.orgs = orgs;
+    this.plans = new Map();
+  }
+
+  /**
+   * Charges one call and writes its x-ratelimit-* headers into `headers`; throws the 429
+   * ApiError when a limit is reached. Synchronous with the memory store.
+   */
+  admit(p: Principal, method: DescMethod, request: unknown, headers: Headers): void | Promise<void> {
+    const now = this.clock();
+    let plan = this.planFor(p.organizationId, p.projectId, now);
+    if (this.isUpload(method)) plan = withUpload(plan, p);
+    const meter = tokenMeter(method);
+    const tokens = meter === null ? 0 : meter(request);
+    const costs = new Array<number>(plan.entries.length);
+    for (let i = 0; i < costs.length; i++) {
+      const role = plan.meta[i]!.role;
+      costs[i] = role === "requests" || role === "upload" ? 1 : tokens;
+    }
+    let taken: TakeResult | Promise<TakeResult>;
+    try {
+      taken = this.store.take(plan.entries, costs, this.store.kind === "memory" ? now : undefined);
+    } catch (e) {
+      return this.storeFailed(e);
+    }
+    if (taken instanceof Promise)
+      return taken.then(
+        (r) => this.decide(plan, costs, r, headers, tokens),
+        (e) => this.storeFailed(e),
+      );
+    this.decide(plan, costs, taken, headers, tokens);
+  }
+
+  /** An area's own limit: charges `cost` to `key` under `rule` if it fits. Nothing is thrown. */
+  check(key: string, rule: RateRule, cost = 1): LimitCheck | Promise<LimitCheck> {
+    const entry: RateEntry = { kind: "rate", key: `x:{${key}}:${rule.name}`, limit: rule.limit, windowMs: rule.windowMs };
+    const now = this.clock();
+    const out = (r: TakeResult): LimitCheck => ({
+      ok: r.ok,
+      limit: rule.limit,
+      remaining: rateRemaining(entry, r.values[0]!, r.now),
+      resetMs: rateResetMs(r.values[0]!, r.now),
+      retryAfterMs: r.ok ? 0 : rateRetryMs(entry, r.values[0]!, cost, r.now),
+    });
+    const taken = this.store.take([entry], [cost], this.store.kind === "memory" ? now : undefined);
+    return taken instanceof Promise ? taken.then(out) : out(taken);
+  }
+
+  /**
+   * `check`, throwing the platform's 429 (`rate_limit_exceeded`, with retry-after) when refused.
+   * `what` names the limit in the message, e.g. "requests per minute on vector store vs_123".
+   */
+  enforce(key: string, rule: RateRule, what: string, cost = 1): void | Promise<void> {
+    const done = (c: LimitCheck) => {
+      if (c.ok) return;
+      this.opts.onReject?.({ limit: rule.name, scope: "area" });
+      const retryable = Number.isFinite(c.retryAfterMs);
+      throw rateLimitError(
+        429,
+        `Rate limit reached for ${what}: Limit ${rule.limit}, Used ${rule.limit - c.remaining}, Requested ${cost}.${retryable ? ` Please try again in ${formatDuration(c.retryAfterMs)}.` : ""}`,
+        "requests",
+        "rate_limit_exceeded",
+        retryable ? c.retryAfterMs : undefined,
+      );
+    };
+    const c = this.check(key, rule, cost);
+    return c instanceof Promise ? c.then(done) : done(c);
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+
+  // ---- internals ----
+
+  private isUpload(method: DescMethod): boolean {
+    let u = this.uploadMethods.get(method);
+    if (u === undefined) this.uploadMethods.set(method, (u = UPLOAD_METHODS.has(`${method.parent.typeName}.${method.name}`)));
+    return u;
+  }
+
+  private planFor(orgId: string, projectId: string, now: number): Plan {
+    let byProject = this.plans.get(orgId);
+    if (byProject === undefined) this.plans.set(orgId, (byProject = new Map()));
+    let plan = byProject.get(projectId);
+    if (plan === undefined || now >= plan.validUntil) {
+      const known = this.orgs.get(orgId);
+      plan = buildPlan(orgId, known?.org, projectId, known?.projects.get(projectId), now);
+      byProject.set(projectId, plan);
+    }
+    return plan;
+  }
+
+  private decide(plan: Plan, costs: number[], r: TakeResult, headers: Headers, tokens: number) {
+    writeHeaders(plan, r, headers);
+    if (!r.ok) throw this.refusal(plan, costs, r, tokens);
+  }
+
+  private refusal(plan: Plan, costs: number[], r: TakeResult, tokens: number): ApiError {
+    let worst = -1;
+    let worstMs = -1;
+    for (let i = 0; i < plan.entries.length; i++) {
+      const e = plan.entries[i]!;
+      const m = plan.meta[i]!;
+      if (e.kind === "quota") {
+        if (costs[i]! > 0 && r.values[i]! + costs[i]! > e.limit) {
+          this.opts.onReject?.({ limit: "spend", scope: m.scope as "organization" | "project" });
+          return rateLimitError(
+            429,
+            `You exceeded your current quota: the ${m.scope} ${m.owner} has a hard limit of ${e.limit} tokens per month (used ${r.values[i]}, this request needs ${tokens}). ` +
+              `Retrying will not help before the limit is raised or the month ends.`,
+            "insufficient_quota",
+            "insufficient_quota",
+            undefined,
+          );
+        }
+        continue;
+      }
+      if (rateConforms(e, r.values[i]!, costs[i]!, r.now)) continue;
+      const wait = rateRetryMs(e, r.values[i]!, costs[i]!, r.now);
+      if (wait > worstMs) {
+        worstMs = wait;
+        worst = i;
+      }
+    }
+    const e = plan.entries[worst] as RateEntry;
+    const m = plan.meta[worst]!;
+    const unit = m.role === "requests" || m.role === "upload" ? "requests" : "tokens";
+    this.opts.onReject?.({ limit: m.role === "project-tokens" ? "tokens" : m.role, scope: m.scope });
+    const per = e.windowMs === DAY ? "day" : "min";
+    const label = `${unit} per ${per} (${unit === "requests" ? "R" : "T"}P${per === "day" ? "D" : "M"})`;
+    const where = m.role === "upload" ? `file uploads of this ${"credential"} (${m.owner})` : `${m.scope} ${m.owner}`;
+    const cost = costs[worst]!;
+    if (!Number.isFinite(worstMs))
+      return rateLimitError(
+        429,
+        `Request too large for ${where} on ${label}: Limit ${e.limit}, Requested ${cost}. Reduce the input or the maximum output tokens.`,
+        unit,
+        "rate_limit_exceeded",
+        undefined,
+      );
+    const used = e.limit - rateRemaining(e, r.values[worst]!, r.now);
+    return rateLimitError(
+      429,
+      `Rate limit reached for ${label} in ${where}: Limit ${e.limit}, Used ${used}, Requested ${cost}. Please try again in ${formatDuration(worstMs)}.`,
+      unit,
+      "rate_limit_exceeded",
+      worstMs,
+    );
+  }
+
+  private storeFailed(e: unknown): void {
+    // Fail open: an unreachable limit store must not take the API down with it.
+    const now = Date.now();
+    if (now - this.lastStoreWarning > 10_000) {
+      this.lastStoreWarning = now;
+      this.opts.log?.warn({ err: e }, "rate limit store failed; admitting requests without limits");
+    }
+  }
+}
+
+function buildPlan(orgId: string, org: LimitedProject | undefined, projectId: string, project: LimitedProject | undefined, now: number): Plan {
+  const plan: Plan = { entries: [], meta: [], requests: [], tokens: [], projectTokens: [], validUntil: Infinity };
+  const tag = `{${orgId}}`;
+  const add = (entry: LimitEntry, meta: PlanEntry) => {
+    const i = plan.entries.push(entry) - 1;
+    plan.meta.push(meta);
+    if (meta.role === "requests") plan.requests.push(i);
+    else if (meta.role === "tokens") plan.tokens.push(i);
+    else if (meta.role === "project-tokens") plan.projectTokens.push(i);
+  };
+  const rates = (prefix: string, rules: RateLimitRules, scope: "organization" | "project", owner: string) => {
+    const tokenRole: Role = scope === "project" ? "project-tokens" : "tokens";
+    const r = (suffix: string, limit: number | undefined, windowMs: number, role: Role) => {
+      if (limit !== undefined) add({ kind: "rate", key: `${prefix}:${suffix}`, limit, windowMs }, { role, scope, owner });
+    };
+    r("rpm", rules.requests_per_minute, MINUTE, "requests");
+    r("rpd", rules.requests_per_day, DAY, "requests");
+    r("tpm", rules.tokens_per_minute, MINUTE, tokenRole);
+    r("tpd", rules.tokens_per_day, DAY, tokenRole);
+  };
+  const orgRules = org?.rate_limits ?? {};
+  rates(`${tag}:o`, {
+    ...orgRules,
+    requests_per_minute: orgRules.requests_per_minute ?? DEFAULT_REQUESTS_PER_MINUTE,
+    tokens_per_minute: orgRules.tokens_per_minute ?? DEFAULT_TOKENS_PER_MINUTE,
+  }, "organization", orgId);
+  if (project?.rate_limits) rates(`${tag}:p:${projectId}`, project.rate_limits, "project", projectId);
+  const caps: Array<[string, number | undefined, "organization" | "project", string]> = [
+    [`${tag}:o`, org?.spend_limit_tokens_per_month, "organization", orgId],
+    [`${tag}:p:${projectId}`, project?.spend_limit_tokens_per_month, "project", projectId],
+  ];
+  for (const [prefix, limit, scope, owner] of caps) {
+    if (limit === undefined) continue;
+    const { label, end } = month(now);
+    add({ kind: "quota", key: `${prefix}:spend:${label}`, limit, expiresAt: end }, { role: "spend", scope, owner });
+    plan.validUntil = end;
+  }
+  return plan;
+}
+
+/** The plan plus the credential's upload rate (built per upload call: uploads are not the hot path). */
+function withUpload(plan: Plan, p: Principal): Plan {
+  return {
+    ...plan,
+    entries: [...plan.entries, { kind: "rate", key: `{${p.organizationId}}:u:${p.credentialId}:uploads`, limit: UPLOADS_PER_MINUTE_PER_USER, windowMs: MINUTE }],
+    meta: [...plan.meta, { role: "upload", scope: "user", owner: p.credentialId }],
+  };
+}
+
+/** Of the rate entries `idx`, the one with the least left (on a tie, the longer reset). */
+function binding(plan: Plan, idx: number[], r: TakeResult): { limit: number; remaining: number; resetMs: number } | undefined {
+  let best: { limit: number; remaining: number; resetMs: number } | undefined;
+  for (const i of idx) {
+    const e = plan.entries[i] as RateEntry;
+    const remaining = rateRemaining(e, r.values[i]!, r.now);
+    const resetMs = rateResetMs(r.values[i]!, r.now);
+    if (best === undefined || remaining < best.remaining || (remaining === best.remaining && resetMs > best.resetMs)) best = { limit: e.limit, remaining, resetMs };
+  }
+  return best;
+}
+
+function writeHeaders(plan: Plan, r: TakeResult, headers: Headers) {
+  const req = binding(plan, plan.requests, r)!;
+  headers.set("x-ratelimit-limit-requests", String(req.limit));
+  headers.set("x-ratelimit-remaining-requests", String(req.remaining));
+  headers.set("x-ratelimit-reset-requests", formatDuration(req.resetMs));
+  const tok = binding(plan, plan.tokens, r)!;
+  headers.set("x-ratelimit-limit-tokens", String(tok.limit));
+  headers.set("x-ratelimit-remaining-tokens", String(tok.remaining));
+  headers.set("x-ratelimit-reset-tokens", formatDuration(tok.resetMs));
+  const proj = binding(plan, plan.projectTokens, r);
+  if (proj) {
+    headers.set("x-ratelimit-limit-project-tokens", String(proj.limit));
+    headers.set("x-ratelimit-remaining-project-tokens", String(proj.remaining));
+    headers.set("x-ratelimit-reset-project-tokens", formatDuration(proj.resetMs));
+  }
+}
+
+/**
+ * A 429 in the platform's shape. Temporary limits carry `retry-after` (whole seconds, rounded up)
+ * and `retry-after-ms`; the rest carry `x-should-retry: false`, which the official SDKs obey, since
+ * retrying cannot help. The same headers travel as Connect/gRPC error metadata.
+ */
+export function rateLimitError(status: number, message: string, type: ErrorType, code: string, retryAfterMs: number | undefined): ApiError {
+  const headers: Record<string, string> =
+    retryAfterMs === undefined
+      ? { "x-should-retry": "false" }
+      : { "retry-after": String(Math.max(1, Math.ceil(retryAfterMs / 1000))), "retry-after-ms": String(Math.max(1, Math.ceil(retryAfterMs))) };
+  const err = new ApiError(status, message, { type, code, headers });
+  for (const [k, v] of Object.entries(headers)) err.metadata.set(k, v);
+  return err;
+}

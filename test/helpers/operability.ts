@@ -1,0 +1,91 @@
+// Helpers of the limits and operability tests: a server started with its own ATRIUM_CONFIG and
+// operability environment (ATRIUM_RATE_LIMITS, ATRIUM_REDIS_URL, ATRIUM_METRICS_TOKEN, ...), and a
+// throw-away redis-server on a free port.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import { join } from "node:path";
+import pino from "pino";
+import { configFromEnv } from "../../src/config.js";
+import { startServer } from "../../src/server.js";
+import { areaConfigSections } from "../../src/services/index.js";
+import type { ApiArea } from "../../src/services/area.js";
+import { ADMIN_KEY, API_KEY, tempDir, type TestServer } from "./server.js";
+
+/**
+ * A server whose ATRIUM_CONFIG is `config` (written to its data dir) and whose operability
+ * settings come from `env` only (not the test process's environment).
+ */
+export async function startConfiguredServer(
+  config: object,
+  env: Record<string, string> = {},
+  opts: { dataDir?: string; areas?: ApiArea[] } = {},
+): Promise<TestServer> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const path = join(dataDir, "atrium.json");
+  writeFileSync(path, JSON.stringify(config));
+  const all = { ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: "0", ATRIUM_DATA_DIR: dataDir, ATRIUM_API_KEY: API_KEY, ATRIUM_ADMIN_KEY: ADMIN_KEY, ATRIUM_CONFIG: path, ...env };
+  const cfg = configFromEnv(all, areaConfigSections());
+  const server = await startServer(cfg, { env: all, areas: opts.areas, logger: pino({ level: process.env.ATRIUM_TEST_LOG ?? "silent" }) });
+  return {
+    ...server,
+    dataDir,
+    baseURL: `${server.url}/v1`,
+    async stop() {
+      await server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+export const REDIS_INSTALL_HINT = "redis-server is not installed: `apt-get install -y redis-server` (.ci/run installs it)";
+
+export const hasRedis = (): boolean => spawnSync("redis-server", ["--version"], { encoding: "utf8" }).status === 0;
+
+export interface RedisProcess {
+  url: string;
+  port: number;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** redis-server on a free port, no persistence; resolves once it answers PING. */
+export async function startRedis(): Promise<RedisProcess> {
+  const port = await freePort();
+  const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const c = net.connect(port, "127.0.0.1");
+      c.once("connect", () => c.end("PING\r\n"));
+      c.once("data", (d) => resolve(d.toString().startsWith("+PONG")));
+      c.once("error", () => resolve(false));
+    });
+    if (ok) break;
+    if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode}`);
+    if (Date.now() > deadline) throw new Error("redis-server did not start");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    proc,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once("exit", () => resolve());
+        proc.kill("SIGTERM");
+      }),
+  };
+}
