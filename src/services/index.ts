@@ -5,10 +5,11 @@ import { containersArea } from "./containers/index.js";
 import { embeddingsArea } from "./embeddings/index.js";
 import { filesArea } from "./files/index.js";
 import { modelsArea } from "./models/index.js";
+import { moderationsArea } from "./moderations/index.js";
 import { responsesArea } from "./responses/index.js";
 import { uploadsArea } from "./uploads/index.js";
 
-export const areas: ApiArea[] = [filesArea, uploadsArea, modelsArea, responsesArea, embeddingsArea, containersArea];
+export const areas: ApiArea[] = [filesArea, uploadsArea, modelsArea, responsesArea, embeddingsArea, moderationsArea, containersArea];
 
 /** The ATRIUM_CONFIG sections the areas read, for configFromEnv's schema. */
 export function areaConfigSections(list: ApiArea[] = areas): Record<string, object> {
