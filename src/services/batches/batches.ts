@@ -1,0 +1,162 @@
+// Batches (spec 2.13, 4.10): creation rules, the batch record, list, retrieve, cancel. The work
+// is jobs.ts, a durable job on the runner.
+//
+// States: validating → in_progress → finalizing → completed; validating → failed (a bad input
+// file); validating | in_progress → cancelling → cancelled; in_progress → expired past
+// expires_at (24 h). Every status has its timestamp.
+import { ApiError, invalidParam, missingParam, notFound } from "../../common/errors.js";
+import { newId } from "../../common/ids.js";
+import { checkMetadata } from "../../common/metadata.js";
+import type { Principal } from "../../auth/principal.js";
+import type { JobRunner } from "../../jobs/runner.js";
+import { VersionConflict, type Scope, type StoredRecord } from "../../storage/types.js";
+import type { ServiceDeps } from "../deps.js";
+import { FILE_KIND, MAX_BATCH_FILE_BYTES, MAX_EXPIRY_SECONDS, MIN_EXPIRY_SECONDS, type FileRecord } from "../files/files.js";
+import { SUPPORTED_ENDPOINTS, zeroUsage, type Endpoint, type Usage } from "./endpoints.js";
+import type { LineError } from "./input.js";
+
+export const BATCH_KIND = "batch";
+export const RUN_JOB_KIND = "batches.run";
+export const COMPLETION_WINDOW_SECONDS = 24 * 3600;
+
+export type BatchStatus = "validating" | "failed" | "in_progress" | "finalizing" | "completed" | "expired" | "cancelling" | "cancelled";
+
+export interface BatchRecord {
+  id: string;
+  createdAt: number;
+  endpoint: Endpoint;
+  inputFileId: string;
+  completionWindow: string;
+  status: BatchStatus;
+  errors: LineError[] | null;
+  outputFileId: string | null;
+  errorFileId: string | null;
+  inProgressAt: number | null;
+  expiresAt: number;
+  finalizingAt: number | null;
+  completedAt: number | null;
+  failedAt: number | null;
+  expiredAt: number | null;
+  cancellingAt: number | null;
+  cancelledAt: number | null;
+  requestCounts: { total: number; completed: number; failed: number };
+  metadata: Record<string, string> | null;
+  model: string | null;
+  usage: Usage;
+  /** Output and error files' lifetime (output_expires_after.seconds), or null. */
+  outputTtl: number | null;
+  /** The creator: requests run as this principal, in its project. */
+  principal: Principal;
+}
+
+export const runJobId = (batchId: string) => `${RUN_JOB_KIND}:${batchId}`;
+
+export interface CreateBatchInput {
+  inputFileId?: string;
+  endpoint?: string;
+  completionWindow?: string;
+  metadata?: unknown;
+  outputExpiresAfter?: { anchor?: string; seconds?: bigint };
+}
+
+export class Batches {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly runner: JobRunner,
+    /** Why an endpoint cannot run here right now (no provider, no area), or null when it can. */
+    private readonly unavailable: (endpoint: Endpoint) => string | null,
+  ) {}
+
+  get batches() {
+    return this.deps.records.collection<BatchRecord>(BATCH_KIND);
+  }
+
+  async get(scope: Scope, id: string): Promise<StoredRecord<BatchRecord>> {
+    const r = await this.batches.get(scope, id);
+    if (!r) throw notFound("batch", id, "batch_id");
+    return r;
+  }
+
+  async create(scope: Scope, principal: Principal, input: CreateBatchInput): Promise<BatchRecord> {
+    if (!input.inputFileId) throw missingParam("input_file_id");
+    if (!input.endpoint) throw missingParam("endpoint");
+    if (!input.completionWindow) throw missingParam("completion_window");
+    if (!(SUPPORTED_ENDPOINTS as readonly string[]).includes(input.endpoint))
+      throw invalidParam("endpoint", `Invalid value for 'endpoint': '${input.endpoint}'. Supported values are: ${SUPPORTED_ENDPOINTS.map((e) => `'${e}'`).join(", ")}.`, "unsupported_endpoint");
+    const endpoint = input.endpoint as Endpoint;
+    const why = this.unavailable(endpoint);
+    if (why) throw invalidParam("endpoint", why, "endpoint_unavailable");
+    if (input.completionWindow !== "24h") throw invalidParam("completion_window", `Invalid value for 'completion_window': '${input.completionWindow}'. Supported values are: '24h'.`);
+    const metadata = checkMetadata(input.metadata as Record<string, unknown> | null | undefined);
+    let outputTtl: number | null = null;
+    if (input.outputExpiresAfter) {
+      const ea = input.outputExpiresAfter;
+      if (ea.anchor !== "created_at") throw invalidParam("output_expires_after.anchor", `Invalid value for 'output_expires_after.anchor': expected 'created_at', got '${ea.anchor}'.`);
+      const s = Number(ea.seconds);
+      if (ea.seconds === undefined || s < MIN_EXPIRY_SECONDS || s > MAX_EXPIRY_SECONDS)
+        throw invalidParam("output_expires_after.seconds", `Invalid value for 'output_expires_after.seconds': expected ${MIN_EXPIRY_SECONDS} to ${MAX_EXPIRY_SECONDS}.`, "integer_out_of_range");
+      outputTtl = s;
+    }
+    const file = await this.deps.records.collection<FileRecord>(FILE_KIND).get(scope, input.inputFileId);
+    if (!file) throw notFound("File object", input.inputFileId, "input_file_id");
+    if (file.data.purpose !== "batch")
+      throw invalidParam("input_file_id", `Invalid 'input_file_id': file ${file.id} has purpose '${file.data.purpose}'; batch input files must have purpose 'batch'.`, "invalid_file_purpose");
+    if (!file.data.filename.toLowerCase().endsWith(".jsonl")) throw invalidParam("input_file_id", `Invalid 'input_file_id': file ${file.id} is not JSONL.`, "invalid_file_format");
+    if (file.data.bytes > MAX_BATCH_FILE_BYTES)
+      throw invalidParam("input_file_id", `Invalid 'input_file_id': batch input files can be at most ${MAX_BATCH_FILE_BYTES} bytes; this one is ${file.data.bytes}.`, "file_too_large");
+
+    const now = this.deps.clock.now();
+    const rec: BatchRecord = {
+      id: newId("batch_"),
+      createdAt: now,
+      endpoint,
+      inputFileId: file.id,
+      completionWindow: "24h",
+      status: "validating",
+      errors: null,
+      outputFileId: null,
+      errorFileId: null,
+      inProgressAt: null,
+      expiresAt: now + COMPLETION_WINDOW_SECONDS,
+      finalizingAt: null,
+      completedAt: null,
+      failedAt: null,
+      expiredAt: null,
+      cancellingAt: null,
+      cancelledAt: null,
+      requestCounts: { total: 0, completed: 0, failed: 0 },
+      metadata,
+      model: null,
+      usage: zeroUsage(),
+      outputTtl,
+      principal,
+    };
+    // The run first (it waits briefly for the record): a crash in between leaves a run that finds
+    // no batch, never a batch no run will pick up.
+    await this.runner.enqueue(scope, RUN_JOB_KIND, { batchId: rec.id }, { id: runJobId(rec.id) });
+    await this.batches.insert(scope, { id: rec.id, createdAt: now, tag: rec.status, data: rec });
+    return rec;
+  }
+
+  list(scope: Scope, q: { after?: string; limit: number }) {
+    return this.batches.list(scope, { ...q, order: "desc" });
+  }
+
+  /** validating / in_progress → cancelling; the run notices between two slices and ends it cancelled. */
+  async cancel(scope: Scope, id: string): Promise<BatchRecord> {
+    for (let attempt = 0; ; attempt++) {
+      const cur = await this.get(scope, id);
+      if (cur.data.status === "cancelling" || cur.data.status === "cancelled") return cur.data;
+      if (cur.data.status !== "validating" && cur.data.status !== "in_progress")
+        throw new ApiError(400, `Batch ${id} cannot be cancelled: its status is '${cur.data.status}'.`, { param: "batch_id", code: "invalid_batch_state" });
+      const next: BatchRecord = { ...cur.data, status: "cancelling", cancellingAt: this.deps.clock.now() };
+      try {
+        await this.batches.update(scope, id, next, { expectVersion: cur.version, tag: next.status });
+        return next;
+      } catch (e) {
+        if (e instanceof VersionConflict && attempt < 20) continue;
+        throw e;
+      }
+    }
+  }
+}

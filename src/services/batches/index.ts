@@ -1,0 +1,79 @@
+// The Batches area (spec 2.13, 4.10): JSONL files of requests run in the background on this
+// server's own service implementations, in the creator's project. Its ATRIUM_CONFIG section
+// `batches` sets the concurrency and slice size of a run.
+import { BatchesService } from "../../../gen/atrium/v1/batches_pb.js";
+import { ModerationsService } from "../../../gen/atrium/v1/moderations_pb.js";
+import { DEFAULT_PROVIDER_TIMEOUT_MS } from "../../config-schema.js";
+import { LocalSentenceEncoder, LOCAL_EMBEDDING_DIMENSIONS } from "../../engines/embeddings/index.js";
+import type { EmbeddingsProvider } from "../../providers/types.js";
+import type { ApiArea } from "../area.js";
+import { createEmbeddingsService } from "../embeddings/handler.js";
+import { createModerationsService } from "../moderations/handler.js";
+import { createResponsesService } from "../responses/handler.js";
+import { Batches, RUN_JOB_KIND } from "./batches.js";
+import { endpointCalls, type Endpoint } from "./endpoints.js";
+import { createBatchesService } from "./handler.js";
+import { createBatchRunner } from "./jobs.js";
+
+export interface BatchSettings {
+  concurrency: number;
+  slice_lines: number;
+  slice_ms: number;
+  slice_interval_ms: number;
+}
+
+const schema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    // Requests of one batch under way at once.
+    concurrency: { type: "integer", minimum: 1, maximum: 256, default: 8 },
+    // A slice's results commit together: it ends after this many requests or slice_ms of work,
+    // whichever comes first (bounding what runs again after a crash).
+    slice_lines: { type: "integer", minimum: 1, maximum: 10_000, default: 1000 },
+    slice_ms: { type: "integer", minimum: 1, maximum: 600_000, default: 1000 },
+    // Minimum time per slice: a simple throttle, e.g. for an upstream's rate limit.
+    slice_interval_ms: { type: "integer", minimum: 0, maximum: 600_000, default: 0 },
+  },
+};
+
+export const batchesArea: ApiArea = {
+  name: "batches",
+  configSection: { name: "batches", schema },
+  setup: ({ deps, config, providers, jobs }) => {
+    const settings: BatchSettings = { concurrency: 8, slice_lines: 1000, slice_ms: 1000, slice_interval_ms: 0, ...(config.sections?.batches as Partial<BatchSettings> | undefined) };
+    // The local encoder the embeddings area registered; with an upstream configured for the
+    // platform's models, a local one of our own is started only if a batch asks for it.
+    let ownLocal: LocalSentenceEncoder | undefined;
+    const local = (): EmbeddingsProvider =>
+      providers.configOf("embeddings").kind === "local" ? providers.embeddings() : (ownLocal ??= new LocalSentenceEncoder({ timeoutMs: DEFAULT_PROVIDER_TIMEOUT_MS }));
+    const lazyLocal: EmbeddingsProvider = { id: "local", local: true, dimensions: LOCAL_EMBEDDING_DIMENSIONS, embed: (inputs, opts) => local().embed(inputs, opts) };
+    const calls = endpointCalls({
+      embeddings: createEmbeddingsService({ local: lazyLocal, upstream: () => (providers.configOf("embeddings").kind === "upstream" ? providers.embeddings() : undefined) }),
+      responses: createResponsesService(deps, { fetch: { timeoutMs: config.fetchTimeoutMs, allowPrivate: config.fetchAllowPrivate } }),
+      // The moderation area's service on the moderation provider it registered (or the upstream).
+      moderations: { service: ModerationsService, method: ModerationsService.method.createModeration, call: createModerationsService({ provider: () => providers.moderation() }).createModeration },
+      responsesProvider: () => providers.responses(),
+    });
+    const unavailable = (endpoint: Endpoint): string | null => {
+      if ((endpoint === "/v1/responses" || endpoint === "/v1/chat/completions") && !providers.has("responses"))
+        return `Batches for ${endpoint} need a model provider: set providers.responses.base_url in ATRIUM_CONFIG to an OpenAI-compatible service.`;
+      if (endpoint === "/v1/moderations" && !providers.has("moderation"))
+        return "Batches for /v1/moderations need a moderation provider: this server has no local one; set providers.moderation.base_url in ATRIUM_CONFIG.";
+      if (!calls[endpoint]) return `Batches for ${endpoint} are not available on this server yet.`;
+      return null;
+    };
+    const batches = new Batches(deps, jobs, unavailable);
+    return {
+      services: [{ desc: BatchesService, impl: createBatchesService(batches) }],
+      jobs: {
+        // Short leases: a killed server's batches are picked up seconds after a restart.
+        [RUN_JOB_KIND]: {
+          handler: createBatchRunner(deps, { concurrency: settings.concurrency, sliceLines: settings.slice_lines, sliceMs: settings.slice_ms, sliceIntervalMs: settings.slice_interval_ms, calls }),
+          options: { concurrency: 2, leaseMs: 5000 },
+        },
+      },
+      stop: async () => ownLocal?.close(),
+    };
+  },
+};

@@ -1,0 +1,272 @@
+// The local trainer: an EMULATOR of fine-tuning, documented as such (README, "Fine-tuning"). It
+// does everything around training for real — reads and checks the data set, counts the tokens
+// (tokenizer × epochs = trained_tokens), resolves `auto` hyperparameters, runs the grader of a
+// reinforcement job on the training items, steps through the epochs on a schedule emitting
+// `metrics` events and checkpoints, and registers the fine-tuned model — but no weights change:
+// the losses follow a seeded, decreasing curve, and the model it registers answers nothing.
+//
+// It is a durable job (one per run of a fine-tuning job; a resume is a new run). Each step's
+// writes — the job's progress, its metrics event, a checkpoint at each epoch's end — commit in
+// ONE transaction with the runner's checkpoint, and every write is compare-and-set on the job
+// record: after a restart the run resumes at the step after the last committed one, and once a
+// cancel or pause has changed the record no step of the old run can write anything.
+import { setTimeout as sleep } from "node:timers/promises";
+import { Readable } from "node:stream";
+import { newId } from "../../common/ids.js";
+import { runGrader, type GraderEngineDeps } from "../../engines/graders/index.js";
+import { PermanentJobError, type JobContext } from "../../jobs/runner.js";
+import { VersionConflict, type Scope, type StoredRecord, type WriteOp } from "../../storage/types.js";
+import type { ServiceDeps } from "../deps.js";
+import { FILE_KIND, type FileRecord } from "../files/files.js";
+import { FINE_TUNED_MODEL_KIND, type FineTunedModelRecord } from "../models/handler.js";
+import {
+  CHECKPOINT_KIND,
+  checkpointName,
+  eventOp,
+  fineTunedModelName,
+  JOB_KIND,
+  jobUpdateOp,
+  resolveHyperparameters,
+  type CheckpointMetrics,
+  type CheckpointRecord,
+  type FineTuningJobRecord,
+} from "./fine-tuning.js";
+import { CHECKPOINT_REF_KIND, orgScope, type CheckpointRef } from "./permissions.js";
+import { BadTrainingFile, MIN_EXAMPLES, readExamples, type Example } from "./training-data.js";
+
+export interface TrainerOptions {
+  /** Wall-clock time of one emulated training step. */
+  stepIntervalMs: number;
+  graders: GraderEngineDeps;
+}
+
+export interface TrainPayload {
+  jobId: string;
+  run: number;
+}
+
+const KEEP_CHECKPOINTS = 3;
+
+/** mulberry32: a small seeded PRNG, so a job's curve is the same on every run and resume. */
+function rand(seed: number, step: number): number {
+  let t = (seed ^ Math.imul(step + 1, 0x9e3779b1)) >>> 0;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+
+const round = (x: number) => Math.round(x * 1e5) / 1e5;
+
+/** The emulated curve: loss falls from about 1.75 towards 0.15, accuracy rises from 0.55. */
+export function stepMetrics(job: FineTuningJobRecord, step: number, total: number): CheckpointMetrics {
+  const p = step / total;
+  const noise = rand(job.seed, step) - 0.5;
+  const loss = (1.6 * Math.exp(-3 * p) + 0.15) * (1 + 0.1 * noise);
+  const acc = Math.min(0.99, 0.55 + 0.4 * (1 - Math.exp(-3 * p)) + 0.02 * noise);
+  const m: CheckpointMetrics = { step, train_loss: round(loss), train_mean_token_accuracy: round(acc) };
+  if (job.validationFile) {
+    m.valid_loss = round(loss * 1.08);
+    m.valid_mean_token_accuracy = round(acc - 0.02);
+  }
+  return m;
+}
+
+/** A job whose record may not be written yet (the run is enqueued first): wait for it briefly. */
+async function waitForJob(deps: ServiceDeps, scope: Scope, p: TrainPayload, signal: AbortSignal) {
+  const jobs = deps.records.collection<FineTuningJobRecord>(JOB_KIND);
+  for (let waited = 0; ; waited += 20) {
+    const r = await jobs.get(scope, p.jobId);
+    if (r && r.data.run >= p.run) return r;
+    if (waited >= 5000) return undefined;
+    await sleep(20, undefined, { signal });
+  }
+}
+
+export function createTrainer(deps: ServiceDeps, opts: TrainerOptions) {
+  const jobs = () => deps.records.collection<FineTuningJobRecord>(JOB_KIND);
+
+  async function examplesOf(scope: Scope, job: FineTuningJobRecord, fileId: string, label: string): Promise<Example[]> {
+    const f = await deps.records.collection<FileRecord>(FILE_KIND).get(scope, fileId);
+    if (!f) throw new BadTrainingFile("file_not_found", `${label} ${fileId} no longer exists.`);
+    return readExamples(deps.blobs, f.id, job.method, job.model, label);
+  }
+
+  /** The run's end as a failed job (error in the record, an error event), with compare-and-set. */
+  async function fail(ctx: JobContext<TrainPayload>, cur: StoredRecord<FineTuningJobRecord>, error: { code: string; message: string; param: string | null }) {
+    const now = deps.clock.now();
+    await ctx.complete(null, [
+      jobUpdateOp(ctx.job.scope, cur, { ...cur.data, status: "failed", error, finishedAt: now, estimatedFinish: null }),
+      eventOp(ctx.job.scope, cur.id, now, `Fine-tuning job failed: ${error.message}`, { level: "error" }),
+    ]);
+  }
+
+  /** Validating files: the data set is read, checked and counted; `auto` values resolved. */
+  async function validate(ctx: JobContext<TrainPayload>, cur: StoredRecord<FineTuningJobRecord>): Promise<boolean> {
+    const scope = ctx.job.scope;
+    const job = cur.data;
+    let training: Example[];
+    try {
+      training = await examplesOf(scope, job, job.trainingFile, "Training file");
+      if (training.length < MIN_EXAMPLES)
+        throw new BadTrainingFile("insufficient_examples", `Training file has ${training.length} example(s); at least ${MIN_EXAMPLES} are required.`);
+    } catch (e) {
+      if (!(e instanceof BadTrainingFile)) throw e;
+      await fail(ctx, cur, { code: `invalid_training_file`, message: e.message, param: "training_file" });
+      return false;
+    }
+    if (job.validationFile) {
+      try {
+        await examplesOf(scope, job, job.validationFile, "Validation file");
+      } catch (e) {
+        if (!(e instanceof BadTrainingFile)) throw e;
+        await fail(ctx, cur, { code: "invalid_validation_file", message: e.message, param: "validation_file" });
+        return false;
+      }
+    }
+    if (job.grader) {
+      // The grader must be able to read the items it will see.
+      const first = await runGrader(job.grader, "", training[0]!.item ?? {}, opts.graders, ctx.signal);
+      if (first.metadata.errors.invalid_variable_error) {
+        await fail(ctx, cur, { code: "invalid_grader", message: "The grader uses a variable the first training item does not have (invalid_variable_error).", param: "method.reinforcement.grader" });
+        return false;
+      }
+    }
+    const hyper = resolveHyperparameters(job.hyperparameters, training.length);
+    const stepsPerEpoch = Math.ceil(training.length / (hyper.batch_size as number));
+    const totalSteps = stepsPerEpoch * (hyper.n_epochs as number);
+    const tokens = training.reduce((n, e) => n + e.tokens, 0) * (hyper.n_epochs as number);
+    const now = deps.clock.now();
+    const next: FineTuningJobRecord = {
+      ...job,
+      status: "running",
+      hyperparameters: hyper,
+      trainedTokens: tokens,
+      progress: { step: 0, totalSteps, stepsPerEpoch },
+      estimatedFinish: now + Math.ceil((totalSteps * opts.stepIntervalMs) / 1000),
+    };
+    await ctx.checkpoint({ step: 0 }, [
+      jobUpdateOp(scope, cur, next),
+      eventOp(scope, job.id, now, `Validating training file: ${job.trainingFile}${job.validationFile ? ` and validation file: ${job.validationFile}` : ""}`),
+      eventOp(scope, job.id, now, `Files validated: ${training.length} examples, ${tokens} training tokens over ${hyper.n_epochs} epochs; moving job to queued state`),
+      eventOp(scope, job.id, now, "Fine-tuning job started"),
+    ]);
+    return true;
+  }
+
+  /** Reinforcement: the grader's mean reward over this step's batch of training items. */
+  async function gradeBatch(ctx: JobContext<TrainPayload>, job: FineTuningJobRecord, examples: Example[], step: number): Promise<number> {
+    const batch = job.hyperparameters.batch_size as number;
+    let sum = 0;
+    for (let i = 0; i < batch; i++) {
+      const ex = examples[((step - 1) * batch + i) % examples.length]!;
+      // The emulator has no policy model: its sample is empty (a provider-backed trainer samples the model).
+      const r = await runGrader(job.grader!, "", ex.item ?? {}, opts.graders, ctx.signal);
+      sum += r.reward;
+    }
+    return round(sum / batch);
+  }
+
+  async function resultFile(scope: Scope, job: FineTuningJobRecord, now: number): Promise<{ id: string; ops: WriteOp[] }> {
+    const total = job.progress!.totalSteps;
+    const rows = ["step,train_loss,train_accuracy,valid_loss,valid_mean_token_accuracy"];
+    for (let s = 1; s <= total; s++) {
+      const m = stepMetrics(job, s, total);
+      rows.push([s, m.train_loss, m.train_mean_token_accuracy, m.valid_loss ?? "", m.valid_mean_token_accuracy ?? ""].join(","));
+    }
+    const id = newId("file-");
+    const { bytes } = await deps.blobs.put(id, Readable.from([Buffer.from(rows.join("\n") + "\n")]));
+    const rec: FileRecord = { id, bytes, createdAt: now, filename: "step_metrics.csv", purpose: "fine-tune-results", mimeType: "text/csv", expiresAt: null };
+    return { id, ops: [{ op: "insert", kind: FILE_KIND, scope, record: { id, createdAt: now, tag: rec.purpose, data: rec } }] };
+  }
+
+  async function finish(ctx: JobContext<TrainPayload>, cur: StoredRecord<FineTuningJobRecord>) {
+    const scope = ctx.job.scope;
+    const now = deps.clock.now();
+    const name = fineTunedModelName(cur.data);
+    const result = await resultFile(scope, cur.data, now);
+    const model: FineTunedModelRecord = { id: name, created: now, ownedBy: cur.data.organizationId };
+    try {
+      await ctx.complete({ fineTunedModel: name }, [
+        jobUpdateOp(scope, cur, { ...cur.data, status: "succeeded", fineTunedModel: name, finishedAt: now, estimatedFinish: null, resultFiles: [result.id] }),
+        ...result.ops,
+        { op: "insert", kind: FINE_TUNED_MODEL_KIND, scope, record: { id: name, createdAt: now, data: model } },
+        eventOp(scope, cur.id, now, `New fine-tuned model created: ${name}`),
+        eventOp(scope, cur.id, now, "The job has successfully completed"),
+      ]);
+    } catch (e) {
+      await deps.blobs.delete(result.id);
+      throw e;
+    }
+  }
+
+  /** One step's writes: progress, a metrics event, and at an epoch's end a checkpoint (keeping the last three). */
+  async function stepOps(scope: Scope, cur: StoredRecord<FineTuningJobRecord>, step: number, rewardMean: number | undefined): Promise<WriteOp[]> {
+    const job = cur.data;
+    const { totalSteps, stepsPerEpoch } = job.progress!;
+    const now = deps.clock.now();
+    const metrics = stepMetrics(job, step, totalSteps);
+    const data: Record<string, unknown> = { ...metrics, total_steps: totalSteps };
+    if (rewardMean !== undefined) data.train_reward_mean = rewardMean;
+    const remaining = totalSteps - step;
+    const ops: WriteOp[] = [
+      jobUpdateOp(scope, cur, { ...job, progress: { ...job.progress!, step }, estimatedFinish: now + Math.ceil((remaining * opts.stepIntervalMs) / 1000) }),
+      eventOp(scope, job.id, now, `Step ${step}/${totalSteps}: training loss=${metrics.train_loss.toFixed(4)}`, { type: "metrics", data }),
+    ];
+    if (step % stepsPerEpoch === 0 || step === totalSteps) {
+      const name = checkpointName(job, step);
+      const ck: CheckpointRecord = { id: newId("ftckpt_"), createdAt: now, fineTunedModelCheckpoint: name, stepNumber: step, jobId: job.id, metrics };
+      if (job.validationFile) {
+        ck.metrics.full_valid_loss = metrics.valid_loss;
+        ck.metrics.full_valid_mean_token_accuracy = metrics.valid_mean_token_accuracy;
+      }
+      const org = orgScope(job.organizationId);
+      const ref: CheckpointRef = { checkpoint: name, projectId: scope.projectId, jobId: job.id, createdAt: now };
+      ops.push(
+        { op: "insert", kind: CHECKPOINT_KIND, scope, record: { id: ck.id, parentId: job.id, createdAt: now, data: ck } },
+        { op: "insert", kind: CHECKPOINT_REF_KIND, scope: org, record: { id: name, createdAt: now, data: ref } },
+        eventOp(scope, job.id, now, `Checkpoint created at step ${step}`),
+      );
+      const older = await deps.records.collection<CheckpointRecord>(CHECKPOINT_KIND).list(scope, { parentId: job.id, limit: 100, order: "desc" });
+      for (const old of older.records.slice(KEEP_CHECKPOINTS - 1)) {
+        ops.push({ op: "delete", kind: CHECKPOINT_KIND, scope, id: old.id }, { op: "delete", kind: CHECKPOINT_REF_KIND, scope: org, id: old.data.fineTunedModelCheckpoint });
+      }
+    }
+    return ops;
+  }
+
+  return async function train(ctx: JobContext<TrainPayload>): Promise<unknown> {
+    const scope = ctx.job.scope;
+    let cur = await waitForJob(deps, scope, ctx.job.payload, ctx.signal);
+    if (!cur) throw new PermanentJobError(`fine-tuning job ${ctx.job.payload.jobId} does not exist`);
+    // A later run (a resume) owns the job now.
+    if (cur.data.run !== ctx.job.payload.run) return null;
+    if (cur.data.status === "validating_files" || cur.data.status === "queued") {
+      try {
+        if (!(await validate(ctx, cur))) return null;
+      } catch (e) {
+        if (e instanceof VersionConflict) return null; // cancelled meanwhile
+        throw e;
+      }
+      cur = (await jobs().get(scope, cur.id))!;
+    }
+    const examples = cur.data.grader ? await examplesOf(scope, cur.data, cur.data.trainingFile, "Training file") : [];
+    for (;;) {
+      if (!cur || cur.data.status !== "running" || cur.data.run !== ctx.job.payload.run) return null; // paused, cancelled, or superseded
+      const { step, totalSteps } = cur.data.progress!;
+      if (step >= totalSteps) {
+        await finish(ctx, cur);
+        return null;
+      }
+      await sleep(opts.stepIntervalMs, undefined, { signal: ctx.signal });
+      const reward = cur.data.grader ? await gradeBatch(ctx, cur.data, examples, step + 1) : undefined;
+      try {
+        await ctx.checkpoint({ step: step + 1 }, await stepOps(scope, cur, step + 1, reward));
+      } catch (e) {
+        if (!(e instanceof VersionConflict)) throw e;
+        // The record changed (cancel, pause): look again; the loop stops if it is no longer running.
+      }
+      cur = await jobs().get(scope, cur.id);
+    }
+  };
+}
+
