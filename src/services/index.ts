@@ -10,8 +10,9 @@ import { modelsArea } from "./models/index.js";
 import { moderationsArea } from "./moderations/index.js";
 import { responsesArea } from "./responses/index.js";
 import { uploadsArea } from "./uploads/index.js";
+import { vectorStoresArea } from "./vector_stores/index.js";
 
-export const areas: ApiArea[] = [filesArea, uploadsArea, modelsArea, responsesArea, embeddingsArea, moderationsArea, containersArea, fineTuningArea, batchesArea];
+export const areas: ApiArea[] = [filesArea, uploadsArea, modelsArea, responsesArea, embeddingsArea, moderationsArea, containersArea, vectorStoresArea, fineTuningArea, batchesArea];
 
 /** The ATRIUM_CONFIG sections the areas read, for configFromEnv's schema. */
 export function areaConfigSections(list: ApiArea[] = areas): Record<string, object> {

@@ -1,7 +1,7 @@
 // The Files area (spec 4.5): the worked example of an area module (README, "Adding an API area").
 import { FilesService } from "../../../gen/atrium/v1/files_pb.js";
 import type { ApiArea } from "../area.js";
-import { FILE_KIND, releaseFileBytes } from "./files.js";
+import { FILE_KIND, fileDeleted, releaseFileBytes } from "./files.js";
 import { createFilesService } from "./handler.js";
 
 export const filesArea: ApiArea = {
@@ -11,6 +11,11 @@ export const filesArea: ApiArea = {
   setup: ({ deps }) => ({
     services: [{ desc: FilesService, impl: createFilesService(deps) }],
     // An expired file's record goes with the sweep; its bytes go here (unless a container file shares them).
-    expiry: { [FILE_KIND]: (scope, rec) => releaseFileBytes(deps, scope, rec.id) },
+    expiry: {
+      [FILE_KIND]: async (scope, rec) => {
+        await fileDeleted(deps.records, scope, rec.id);
+        await releaseFileBytes(deps, scope, rec.id);
+      },
+    },
   }),
 };

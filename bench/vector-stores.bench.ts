@@ -1,0 +1,433 @@
+/**
+ * Vector stores end to end (src/services/vector_stores + the ingest, search and embeddings engines).
+ *
+ *   node --import tsx bench/vector-stores.bench.ts [--sizes 10000,100000] [--queries 200]
+ *        [--ingest-kb 128] [--lexical-mb 16] [--skip retrieval,latency,ingest,loop]
+ *
+ * 1. Retrieval quality on bench/data/retrieval (300 documents, 300 paraphrased questions; see
+ *    generate.ts there): recall@5 and MRR of the lexical (BM25), dense and hybrid rankings, the
+ *    documents ingested through the API and the rankings read from the store's index with the same
+ *    query vectors, by question kind (named / described) and overall.
+ * 2. Search latency over REST, sequential requests, including the query embedding: p50/p99 with
+ *    no filter and with a selective filter (1 % of the files), at each size. The store holds 100
+ *    real files (ingested through the API, attribute `group` = 0..99) and is padded to the size
+ *    with chunks written straight into its index: corpus text plus filler words, vectors near the
+ *    real corpus embeddings (perturbed and renormalised). Embedding 100k chunks with the local
+ *    model would take hours on this machine; the search path is the same either way.
+ * 3. Ingestion throughput: text through upload + file batch until completed, against the raw
+ *    embedder embedding the same chunks in one call (same model, same pool size: the ratio is the
+ *    point), in wall time and in CPU time (all threads). Then lexical-only
+ *    (ATRIUM_VECTOR_STORES_DENSE=false): MB of text per CPU-second is the MB/s per core.
+ * 4. Event-loop responsiveness: GET /v1/models every 5 ms while a large lexical-only ingestion
+ *    runs and while a dense one runs: request latency p50/p99/max and the event-loop delay p99
+ *    (perf_hooks.monitorEventLoopDelay), against the same with the server idle.
+ *
+ * Servers run in this process (so the bench can reach their database); the client shares their
+ * event loop, which makes the loop measurements conservative.
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import OpenAI, { toFile } from "openai";
+import pino from "pino";
+import { configFromEnv } from "../src/config.js";
+import { startServer, type RunningServer } from "../src/server.js";
+import { SqliteSearchIndex, type SearchMode } from "../src/engines/search/index.js";
+import { AUTO_CHUNKING, chunkText } from "../src/engines/ingest/index.js";
+import { LocalSentenceEncoder, LOCAL_EMBEDDING_MODEL } from "../src/engines/embeddings/index.js";
+import type { SqliteRecordStore } from "../src/storage/sqlite-records.js";
+
+const KEY = "sk-bench-vector-stores-000000001";
+
+function arg(name: string, def: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : def;
+}
+const SIZES = arg("sizes", "10000,100000").split(",").map(Number);
+const QUERIES = Number(arg("queries", "200"));
+const INGEST_KB = Number(arg("ingest-kb", "128"));
+const LEXICAL_MB = Number(arg("lexical-mb", "16"));
+const SKIP = new Set(arg("skip", "").split(",").filter(Boolean));
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const f1 = (n: number) => n.toFixed(1);
+const f3 = (n: number) => n.toFixed(3);
+
+interface Server {
+  s: RunningServer;
+  dir: string;
+  client: OpenAI;
+  stop(): Promise<void>;
+}
+
+async function server(env: Record<string, string> = {}): Promise<Server> {
+  const dir = mkdtempSync(join(tmpdir(), "atrium-vs-bench-"));
+  const saved = { ...process.env };
+  Object.assign(process.env, env); // the area reads ATRIUM_VECTOR_STORES_DENSE at set-up
+  try {
+    const cfg = configFromEnv({ ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: "0", ATRIUM_DATA_DIR: dir, ATRIUM_API_KEY: KEY });
+    const s = await startServer(cfg, { logger: pino({ level: "silent" }) });
+    const client = new OpenAI({ apiKey: KEY, baseURL: `${s.url}/v1`, maxRetries: 0, timeout: 600_000 });
+    return {
+      s,
+      dir,
+      client,
+      async stop() {
+        await s.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } finally {
+    process.env = saved;
+  }
+}
+
+async function upload(client: OpenAI, text: string, filename: string): Promise<string> {
+  return (await client.files.create({ file: await toFile(Buffer.from(text), filename), purpose: "assistants" })).id;
+}
+
+async function untilDone(client: OpenAI, storeId: string, batchId: string): Promise<OpenAI.VectorStores.VectorStoreFileBatch> {
+  for (;;) {
+    const b = await client.vectorStores.fileBatches.retrieve(batchId, { vector_store_id: storeId });
+    if (b.status !== "in_progress") return b;
+    await sleep(20);
+  }
+}
+
+/** A second index on the server's own database connection (reads, and padding writes). */
+const indexOf = (srv: Server) => SqliteSearchIndex.fromStore(srv.s.deps.records as SqliteRecordStore);
+
+interface Doc {
+  id: string;
+  title: string;
+  text: string;
+}
+interface Question {
+  doc: string;
+  question: string;
+  kind: "named" | "described";
+}
+const DATA = new URL("./data/retrieval/", import.meta.url);
+const readJsonl = <T>(name: string): T[] =>
+  readFileSync(new URL(name, DATA), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as T);
+const docs = readJsonl<Doc>("corpus.jsonl");
+const questions = readJsonl<Question>("questions.jsonl");
+
+const encoder = new LocalSentenceEncoder();
+const embed = async (texts: string[]) => (await encoder.embed(texts, { model: LOCAL_EMBEDDING_MODEL })).vectors as Float32Array[];
+
+// ---------- 1. retrieval quality ----------
+
+async function retrieval(): Promise<Map<string, Float32Array>> {
+  console.log(`\n## Retrieval quality: ${docs.length} documents, ${questions.length} paraphrased questions (bench/data/retrieval)\n`);
+  const srv = await server();
+  try {
+    const store = await srv.client.vectorStores.create({ name: "retrieval" });
+    const fileOf = new Map<string, string>(); // File id → doc id
+    const ids: string[] = [];
+    for (const d of docs) {
+      const id = await upload(srv.client, d.text, `${d.id}.txt`);
+      fileOf.set(id, d.id);
+      ids.push(id);
+    }
+    const t0 = performance.now();
+    const batch = await srv.client.vectorStores.fileBatches.create(store.id, { file_ids: ids });
+    const done = await untilDone(srv.client, store.id, batch.id);
+    console.log(`ingested ${done.file_counts.completed}/${docs.length} documents in ${f1((performance.now() - t0) / 1000)} s`);
+
+    const index = indexOf(srv);
+    const qvecs = await embed(questions.map((q) => q.question));
+    // Each question's ranked documents, per mode. "rrf" orders by reciprocal rank fusion of the
+    // lexical and dense lists alone (k = 60), for comparison with the engine's hybrid score.
+    const ranked = new Map<string, string[][]>();
+    for (const mode of ["lexical", "dense", "hybrid"] as SearchMode[]) {
+      const lists: string[][] = [];
+      for (const [i, q] of questions.entries()) {
+        const res = await index.search(store.id, { text: [q.question], vector: mode === "lexical" ? undefined : [qvecs[i]!], limit: 20, mode });
+        lists.push(res.map((h) => fileOf.get(h.fileId)!));
+      }
+      ranked.set(mode, lists);
+    }
+    ranked.set(
+      "rrf",
+      questions.map((_, i) => {
+        const votes = new Map<string, number>();
+        for (const list of [ranked.get("lexical")![i]!, ranked.get("dense")![i]!]) list.forEach((d, r) => votes.set(d, (votes.get(d) ?? 0) + 1 / (60 + r + 1)));
+        return [...votes].sort((a, b) => b[1] - a[1]).map(([d]) => d);
+      }),
+    );
+    const rows: Array<[string, string, number, number]> = [];
+    for (const [mode, lists] of ranked) {
+      for (const kind of ["named", "described", "all"] as const) {
+        let hits5 = 0;
+        let rr = 0;
+        let n = 0;
+        for (const [i, q] of questions.entries()) {
+          if (kind !== "all" && q.kind !== kind) continue;
+          n++;
+          const rank = lists[i]!.slice(0, 10).indexOf(q.doc);
+          if (rank >= 0 && rank < 5) hits5++;
+          if (rank >= 0) rr += 1 / (rank + 1);
+        }
+        rows.push([mode, kind, hits5 / n, rr / n]);
+      }
+    }
+    console.log("\n| ranking | questions | recall@5 | MRR@10 |\n| --- | --- | --- | --- |");
+    const label = (m: string) => (m === "hybrid" ? "hybrid (the API's ranking)" : m === "rrf" ? "RRF order alone (comparison)" : m);
+    for (const [mode, kind, r5, mrr] of rows) console.log(`| ${label(mode)} | ${kind} | ${f3(r5)} | ${f3(mrr)} |`);
+    const all = (m: string) => rows.find((r) => r[0] === m && r[1] === "all")!;
+    console.log(
+      `\nhybrid vs lexical: recall@5 ${f3(all("hybrid")[2])} vs ${f3(all("lexical")[2])}, MRR ${f3(all("hybrid")[3])} vs ${f3(all("lexical")[3])}; ` +
+        `hybrid vs dense: recall@5 ${f3(all("hybrid")[2])} vs ${f3(all("dense")[2])}, MRR ${f3(all("hybrid")[3])} vs ${f3(all("dense")[3])}`,
+    );
+
+    // The REST path ranks the same way (hybrid = ranker auto).
+    let same = 0;
+    for (const [i, q] of questions.slice(0, 20).entries()) {
+      const rest = await srv.client.vectorStores.search(store.id, { query: q.question, max_num_results: 5 });
+      const direct = await index.search(store.id, { text: [q.question], vector: [qvecs[i]!], limit: 5, mode: "hybrid" });
+      if (rest.data.map((h) => h.file_id).join() === direct.map((h) => h.fileId).join()) same++;
+    }
+    console.log(`REST search (ranker auto) and the index's hybrid ranking agree on ${same}/20 questions`);
+    await index.close();
+    return await documentVectors();
+  } finally {
+    await srv.stop();
+  }
+}
+
+// ---------- 2. search latency ----------
+
+/** The corpus documents' vectors: the latency stores are padded with vectors near these. */
+async function documentVectors(): Promise<Map<string, Float32Array>> {
+  const v = await embed(docs.map((d) => d.text));
+  return new Map(docs.map((d, i) => [d.id, v[i]!]));
+}
+
+function mulberry32(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+async function latency(docVecs: Map<string, Float32Array>) {
+  console.log(`\n## Search latency over REST (POST /v1/vector_stores/{id}/search, max_num_results 10, sequential, query embedding included)\n`);
+  console.log(`load average ${loadavg().map(f1).join(" ")}\n`);
+  console.log("| chunks | filter | p50 ms | p99 ms | results |\n| --- | --- | --- | --- | --- |");
+  const rnd = mulberry32(7);
+  const gauss = () => Math.sqrt(-2 * Math.log(rnd() + 1e-12)) * Math.cos(2 * Math.PI * rnd());
+  const vecs = [...docVecs.values()];
+  const FILLER = "the of harbour ledger season village market river council winter record archive north south stone bridge mill".split(" ");
+  for (const size of SIZES) {
+    const srv = await server();
+    try {
+      const store = await srv.client.vectorStores.create({ name: `latency-${size}` });
+      const files: string[] = [];
+      for (let g = 0; g < 100; g++) files.push(await upload(srv.client, docs[g]!.text, `real${g}.txt`));
+      const batch = await srv.client.vectorStores.fileBatches.create(store.id, { files: files.map((file_id, g) => ({ file_id, attributes: { group: g } })) });
+      await untilDone(srv.client, store.id, batch.id);
+
+      const index = indexOf(srv);
+      const t0 = performance.now();
+      const perFile = Math.ceil((size - files.length) / files.length);
+      for (let g = 0; g < files.length; g++) {
+        const chunks = [];
+        for (let i = 1; i <= perFile; i++) {
+          const k = Math.floor(rnd() * docs.length);
+          const v = new Float32Array(vecs[k]!);
+          for (let j = 0; j < v.length; j++) v[j] = v[j]! + 0.04 * gauss();
+          const filler = Array.from({ length: 30 }, () => FILLER[Math.floor(rnd() * FILLER.length)]).join(" ");
+          chunks.push({ chunkId: `${files[g]}:${i}`, fileId: files[g]!, index: i, text: `${docs[k]!.text} ${filler}`, tokens: 80, vector: v, attributes: { group: g } });
+        }
+        for (let i = 0; i < chunks.length; i += 500) await index.addChunks(store.id, chunks.slice(i, i + 500));
+      }
+      const { chunks } = await index.stats(store.id);
+      await index.close();
+      process.stdout.write(`<!-- padded to ${chunks} chunks in ${f1((performance.now() - t0) / 1000)} s -->\n`);
+
+      // Past 20,000 vectors the store's dense side builds an HNSW graph in a worker: wait for its file.
+      const graph = join(srv.dir, "atrium.db.search");
+      const warm = async (n: number) => {
+        for (let i = 0; i < n; i++) await srv.client.vectorStores.search(store.id, { query: questions[i % questions.length]!.question });
+      };
+      await warm(5);
+      if (chunks > 20_000) {
+        const deadline = Date.now() + 600_000;
+        while (!(existsSync(graph) && readdirSync(graph).some((f) => f.endsWith(".hnsw")))) {
+          if (Date.now() > deadline) throw new Error("HNSW graph not built in 10 minutes");
+          await sleep(500);
+        }
+      }
+      await warm(20);
+      for (const [label, filters] of [
+        ["none", undefined],
+        ["group eq 7 (1 %)", { type: "eq" as const, key: "group", value: 7 }],
+      ] as const) {
+        const times: number[] = [];
+        let results = 0;
+        for (let i = 0; i < QUERIES; i++) {
+          const q = questions[(i * 7) % questions.length]!.question;
+          const t = performance.now();
+          const r = await srv.client.vectorStores.search(store.id, { query: q, max_num_results: 10, ...(filters && { filters }) });
+          times.push(performance.now() - t);
+          results += r.data.length;
+        }
+        console.log(`| ${chunks.toLocaleString("en-US")} | ${label} | ${f1(pct(times, 50))} | ${f1(pct(times, 99))} | ${f1(results / QUERIES)} |`);
+      }
+    } finally {
+      await srv.stop();
+    }
+  }
+  // The query embedding alone, for reading the table.
+  const times: number[] = [];
+  for (let i = 0; i < 50; i++) {
+    const t = performance.now();
+    await embed([questions[i]!.question]);
+    times.push(performance.now() - t);
+  }
+  console.log(`\nquery embedding alone (local encoder, one question): p50 ${f1(pct(times, 50))} ms, p99 ${f1(pct(times, 99))} ms`);
+}
+
+// ---------- 3. ingestion throughput ----------
+
+/** Prose of about `bytes`, from the corpus (documents in paragraphs of three). */
+function prose(bytes: number, seed = 0): string {
+  const parts: string[] = [];
+  let n = 0;
+  for (let i = seed; n < bytes; i++) {
+    const p = [docs[i % docs.length]!, docs[(i * 7 + 3) % docs.length]!, docs[(i * 13 + 5) % docs.length]!].map((d) => d.text).join(" ");
+    parts.push(p);
+    n += p.length + 2;
+  }
+  return parts.join("\n\n");
+}
+
+/** Wall and CPU seconds (all threads of this process: the server's, its workers', the client's). */
+async function timed(work: () => Promise<unknown>): Promise<{ wall: number; cpu: number }> {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  await work();
+  const c = process.cpuUsage(c0);
+  return { wall: (performance.now() - t0) / 1000, cpu: (c.user + c.system) / 1e6 };
+}
+
+/** Uploads the texts; the returned function ingests them as one file batch. */
+async function prepareBatch(srv: Server, texts: string[]): Promise<() => Promise<void>> {
+  const store = await srv.client.vectorStores.create({ name: "ingest" });
+  const ids: string[] = [];
+  for (const [i, t] of texts.entries()) ids.push(await upload(srv.client, t, `part${i}.txt`));
+  return async () => {
+    const batch = await srv.client.vectorStores.fileBatches.create(store.id, { file_ids: ids });
+    const done = await untilDone(srv.client, store.id, batch.id);
+    if (done.file_counts.completed !== texts.length) throw new Error(`ingestion: ${JSON.stringify(done.file_counts)}`);
+  };
+}
+
+const ingestBatch = async (srv: Server, texts: string[]) => (await prepareBatch(srv, texts))();
+
+async function ingestion() {
+  console.log(`\n## Ingestion throughput\n`);
+  // Two files: each long enough that its embedding batches are mostly full passes of the model,
+  // as they are for real documents (a 10-chunk file pays for a part-empty last pass).
+  const texts = [0, 1].map((i) => prose((INGEST_KB * 1024) / 2, i * 50));
+  const mb = texts.reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6;
+
+  // The raw embedder on exactly the chunks ingestion makes (auto strategy), in one call.
+  const chunks = (await Promise.all(texts.map((t) => chunkText(t, AUTO_CHUNKING)))).flat().map((c) => c.text);
+  await embed(chunks.slice(0, 2)); // model loaded
+  const raw = await timed(() => embed(chunks));
+
+  const dense = await server();
+  let ingest: { wall: number; cpu: number };
+  try {
+    await ingestBatch(dense, [prose(2000, 999)]); // model loaded in the server's pool
+    ingest = await timed(await prepareBatch(dense, texts));
+  } finally {
+    await dense.stop();
+  }
+  const row = (label: string, mb: number, n: string, t: { wall: number; cpu: number }, ratio: string) =>
+    console.log(`| ${label} | ${f3(mb)} | ${n} | ${f1(t.wall)} | ${f1(t.cpu)} | ${f3(mb / t.wall)} | ${f3(mb / t.cpu)} | ${ratio} |`);
+  console.log(`load average ${loadavg().map(f1).join(" ")}\n`);
+  console.log("| path | MB of text | chunks | wall s | CPU s | MB/s | MB per CPU-second | vs raw embedder (wall / CPU) |\n| --- | --- | --- | --- | --- | --- | --- | --- |");
+  row("raw embedder, same chunks, one call", mb, String(chunks.length), raw, "1.00×");
+  row("upload → file batch → completed (dense)", mb, String(chunks.length), ingest, `${(raw.wall / ingest.wall).toFixed(2)}× / ${(raw.cpu / ingest.cpu).toFixed(2)}×`);
+
+  const lexical = await server({ ATRIUM_VECTOR_STORES_DENSE: "false" });
+  try {
+    const big = [0, 1, 2, 3].map((i) => prose((LEXICAL_MB * 1e6) / 4, i * 31));
+    const bigMb = big.reduce((n, t) => n + Buffer.byteLength(t), 0) / 1e6;
+    await ingestBatch(lexical, [prose(100_000, 5)]); // warm: tokenizer tables, statements
+    row("lexical only (ATRIUM_VECTOR_STORES_DENSE=false)", bigMb, "", await timed(await prepareBatch(lexical, big)), "");
+  } finally {
+    await lexical.stop();
+  }
+}
+
+// ---------- 4. event loop during ingestion ----------
+
+async function eventLoop() {
+  console.log(`\n## Responsiveness during ingestion: GET /v1/models every 5 ms\n`);
+  console.log(`load average ${loadavg().map(f1).join(" ")}\n`);
+  console.log("| while | requests | p50 ms | p99 ms | max ms | event-loop delay p99 ms |\n| --- | --- | --- | --- | --- | --- |");
+  const probe = async (srv: Server, label: string, work: () => Promise<unknown>) => {
+    const times: number[] = [];
+    const h = monitorEventLoopDelay({ resolution: 1 });
+    let running = true;
+    const loop = (async () => {
+      while (running) {
+        const t = performance.now();
+        const r = await fetch(`${srv.s.url}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } });
+        await r.arrayBuffer();
+        times.push(performance.now() - t);
+        await sleep(5);
+      }
+    })();
+    h.enable();
+    await work();
+    running = false;
+    await loop;
+    h.disable();
+    console.log(`| ${label} | ${times.length} | ${f1(pct(times, 50))} | ${f1(pct(times, 99))} | ${f1(Math.max(...times))} | ${f1(h.percentile(99) / 1e6)} |`);
+  };
+
+  const lexical = await server({ ATRIUM_VECTOR_STORES_DENSE: "false" });
+  try {
+    await ingestBatch(lexical, [prose(100_000, 5)]);
+    await probe(lexical, "idle (3 s)", () => sleep(3000));
+    const run = await prepareBatch(lexical, [0, 1, 2, 3].map((i) => prose((LEXICAL_MB * 1e6) / 4, i * 17)));
+    await probe(lexical, `lexical ingestion of ${LEXICAL_MB} MB (4 files)`, run);
+  } finally {
+    await lexical.stop();
+  }
+  const dense = await server();
+  try {
+    await ingestBatch(dense, [prose(2000, 999)]);
+    const run = await prepareBatch(dense, [0, 1].map((i) => prose((INGEST_KB * 1024) / 2, i * 23)));
+    await probe(dense, `dense ingestion of ${INGEST_KB} KB (2 files)`, run);
+  } finally {
+    await dense.stop();
+  }
+}
+
+// ---------- main ----------
+
+try {
+  let docVecs: Map<string, Float32Array> | undefined;
+  if (!SKIP.has("retrieval")) docVecs = await retrieval();
+  if (!SKIP.has("latency")) await latency(docVecs ?? (await documentVectors()));
+  if (!SKIP.has("ingest")) await ingestion();
+  if (!SKIP.has("loop")) await eventLoop();
+} finally {
+  await encoder.close();
+}

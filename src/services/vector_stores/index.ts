@@ -1,0 +1,38 @@
+// The vector stores area (spec 4.3, 4.4): stores, files, file batches and search, with ingestion as
+// durable jobs. It owns the search index (tables in the record store's SQLite file) and asks the
+// embeddings provider (the local sentence encoder, or an upstream) for vectors.
+import { VectorStoresService } from "../../../gen/atrium/v1/vector_stores_pb.js";
+import { Ingester } from "../../engines/ingest/index.js";
+import { SqliteSearchIndex } from "../../engines/search/index.js";
+import type { SqliteRecordStore } from "../../storage/sqlite-records.js";
+import type { ApiArea } from "../area.js";
+import { onFileDeleted } from "../files/files.js";
+import type { TimerData } from "../../jobs/index.js";
+import { denseEnabledFromEnv, denseSource } from "./embedder.js";
+import { createVectorStoresService } from "./handler.js";
+import { INGEST_JOB_KIND, INGEST_OPTIONS, ingestHandler, settleAbandoned } from "./jobs.js";
+import { EXPIRY_TIMER_KIND, VectorStores, type IngestPayload } from "./vector-stores.js";
+
+export const vectorStoresArea: ApiArea = {
+  name: "vector_stores",
+  setup: ({ deps, providers, jobs }) => {
+    const index = SqliteSearchIndex.fromStore(deps.records as SqliteRecordStore);
+    const ingester = new Ingester(); // its worker starts with the first file
+    const vs = new VectorStores(deps, index, jobs, denseSource(providers, denseEnabledFromEnv()), ingester);
+    // A job the runner gave up on (its process kept dying) must not leave its file in progress.
+    jobs.onFinished(INGEST_JOB_KIND, async (job) => {
+      if (job.state !== "succeeded") await settleAbandoned(vs, job.scope, job.payload as IngestPayload, job.lastError);
+    });
+    // Deleting a File (or its expiry) detaches it from every store.
+    onFileDeleted(deps.records, (scope, fileId) => vs.onFileDeleted(scope, fileId));
+    return {
+      services: [{ desc: VectorStoresService, impl: createVectorStoresService(vs) }],
+      jobs: { [INGEST_JOB_KIND]: { handler: ingestHandler(vs), options: INGEST_OPTIONS } },
+      expiry: { [EXPIRY_TIMER_KIND]: (scope, rec) => vs.onExpiryTimer(scope, (rec.data as TimerData).targetId) },
+      stop: async () => {
+        await ingester.close();
+        await index.close();
+      },
+    };
+  },
+};

@@ -1,0 +1,176 @@
+// The ingestion job: one per attached file (vector_store.ingest), run by the durable job runner
+// with bounded concurrency. extract → chunk (the ingest engine's worker threads) → embed (batches,
+// through the provider) → index.
+//
+// Exactly once in effect, across crashes and restarts:
+// - chunk ids are deterministic (`<file id>:<chunk index>`) and the index replaces a chunk it
+//   already has, so indexing a batch twice leaves one copy;
+// - after each indexed batch the job checkpoints how many chunks are in; a resumed run extracts
+//   and chunks again (the same bytes and strategy give the same chunks) and carries on from there;
+// - the file's final state is written in the same transaction that ends the job.
+//
+// A job stands down when its attachment is no longer current: detached, its store deleted, or
+// its batch cancelled (it removes what it indexed), or attached again (the newer job, which waits
+// for this one to end, clears the file's chunks before indexing).
+import { setImmediate } from "node:timers/promises";
+import type { JobContext, JobHandler, KindOptions } from "../../jobs/index.js";
+import { JobAborted, TERMINAL_STATES } from "../../jobs/index.js";
+import { IngestError, type Chunk } from "../../engines/ingest/index.js";
+import type { ChunkInput } from "../../engines/search/index.js";
+import type { Scope } from "../../storage/types.js";
+import { describeEmbedder, embedTexts, sameEmbedder, type DenseSetup } from "./embedder.js";
+import { chunkId, type FileError, type VsFileRecord } from "./records.js";
+import { INGEST_JOB_KIND, type IngestPayload, type VectorStores } from "./vector-stores.js";
+
+interface IngestCheckpoint {
+  /** Chunks 0..indexed-1 are in the index. */
+  indexed: number;
+}
+
+/**
+ * Chunks per embedding call and per index write (and per checkpoint): small enough that a crash
+ * loses little, that the next batch's embedding overlaps this one's indexing, and that one index
+ * write (a synchronous SQLite transaction, FTS included: ~2-8 ms for 16 chunks of 800 tokens)
+ * holds the event loop only briefly.
+ */
+const BATCH = 16;
+const MAX_ATTEMPTS = 4;
+
+export const INGEST_OPTIONS: KindOptions = {
+  // Extraction and chunking run in the ingest workers, embedding in the provider's: two files at
+  // once keep the embedder busy while the other file is parsed or indexed.
+  concurrency: 2,
+  maxAttempts: MAX_ATTEMPTS,
+  backoff: { baseMs: 500, maxMs: 30_000 },
+  // A run that dies (kill -9, power cut) is taken over this long after its last heartbeat.
+  leaseMs: 10_000,
+};
+
+export { INGEST_JOB_KIND };
+
+/** A failure that retrying cannot fix: the file ends failed with this error. */
+class FileFailed extends Error {
+  constructor(readonly error: FileError) {
+    super(error.message);
+  }
+}
+
+export function ingestHandler(vs: VectorStores): JobHandler<IngestPayload, void, IngestCheckpoint> {
+  return async (ctx) => {
+    const p = ctx.job.payload;
+    const scope = ctx.job.scope;
+    const at = await vs.attachment(scope, p);
+    if (at.state === "missing") {
+      // The request that enqueued this job writes the record right after; a record that never
+      // comes means that request failed.
+      if (ctx.job.attempt < MAX_ATTEMPTS) throw new Error("the file's record is not written yet");
+      return;
+    }
+    if (at.state !== "current") return;
+    const file = at.record.data;
+    if (file.supersedes) {
+      const earlier = await vs.jobs.get(file.supersedes);
+      if (earlier && !TERMINAL_STATES.has(earlier.state)) throw new Error("waiting for the file's earlier ingestion to stop");
+    }
+    try {
+      await ingest(vs, ctx, scope, file);
+    } catch (e) {
+      if (e instanceof JobAborted) {
+        if (e.why === "cancelled") await standDown(vs, scope, p);
+        throw e;
+      }
+      const error: FileError | undefined =
+        e instanceof FileFailed
+          ? e.error
+          : e instanceof IngestError
+            ? { code: e.code, message: e.message }
+            : ctx.job.attempt >= MAX_ATTEMPTS
+              ? { code: "server_error", message: `The file could not be processed: ${(e as Error).message}` }
+              : undefined;
+      if (!error) throw e; // transient: the runner retries after a backoff
+      await vs.index.removeFile(p.storeId, p.fileId);
+      await vs.settleFile(scope, p.storeId, p.fileId, p.attachId, () => ({ status: "failed", lastError: error, usageBytes: 0, chunks: 0 }), (ops) =>
+        ctx.complete(undefined, ops),
+      );
+    }
+  };
+}
+
+async function ingest(vs: VectorStores, ctx: JobContext<IngestPayload, IngestCheckpoint>, scope: Scope, file: VsFileRecord): Promise<void> {
+  const { storeId, fileId } = file;
+  const resumed = ctx.job.checkpoint !== undefined;
+  // Leftovers of an earlier attachment of the same file (its job has ended, see above).
+  if (!resumed) await vs.index.removeFile(storeId, fileId);
+
+  const dense = await storeEmbedder(vs, scope, storeId);
+  const bytes = await vs.readFile(scope, fileId);
+  if (!bytes) throw new FileFailed({ code: "invalid_file", message: `File ${fileId} was deleted before it could be processed.` });
+  const { chunks } = await vs.ingester.parse(bytes, file.filename, file.chunking, { signal: ctx.signal });
+  if (chunks.length === 0) throw new IngestError("invalid_file", `No text could be extracted from ${file.filename}.`);
+
+  // Embedding of the next batch runs (in the provider's workers) while this one is indexed.
+  const embed = (from: number) => {
+    if (!dense || from >= chunks.length) return Promise.resolve(undefined);
+    const texts = chunks.slice(from, from + BATCH).map((c) => c.text);
+    const p = embedTexts(dense, texts, ctx.signal);
+    p.catch(() => {}); // awaited below; never an unhandled rejection if abandoned
+    return p;
+  };
+  let next = embed(ctx.job.checkpoint?.indexed ?? 0);
+  for (let from = ctx.job.checkpoint?.indexed ?? 0; from < chunks.length; from += BATCH) {
+    const vectors = await next;
+    next = embed(from + BATCH);
+    // Attributes are read now, not at the start: an update during ingestion must not be undone.
+    const at = await vs.attachment(scope, { storeId, fileId, attachId: file.attachId });
+    if (at.state !== "current") return standDown(vs, scope, { storeId, fileId, attachId: file.attachId });
+    const attributes = at.record.data.attributes ?? {};
+    await vs.index.addChunks(storeId, chunks.slice(from, from + BATCH).map((c, i): ChunkInput => chunkInput(fileId, c, attributes, vectors?.[i])));
+    await ctx.checkpoint({ indexed: Math.min(chunks.length, from + BATCH) });
+    // Every await above may resolve at once (SQLite is synchronous): without this, a lexical-only
+    // file would be indexed in one unbroken run of microtasks, holding the event loop throughout.
+    await setImmediate();
+  }
+
+  const usageBytes = chunks.reduce((n, c) => n + Buffer.byteLength(c.text) + (dense ? 4 * vectorLength(dense) : 0), 0);
+  const written = await vs.settleFile(scope, storeId, fileId, file.attachId, () => ({ status: "completed", usageBytes, chunks: chunks.length }), (ops) =>
+    ctx.complete(undefined, ops),
+  );
+  if (!written) await standDown(vs, scope, { storeId, fileId, attachId: file.attachId });
+}
+
+function chunkInput(fileId: string, c: Chunk, attributes: Record<string, string | number | boolean>, vector: Float32Array | undefined): ChunkInput {
+  return { chunkId: chunkId(fileId, c.index), fileId, index: c.index, text: c.text, tokens: c.tokens, attributes, ...(vector && { vector }) };
+}
+
+function vectorLength(dense: DenseSetup): number {
+  return dense.embedder.dimensions || dense.provider.dimensions || 0;
+}
+
+/** The attachment went away mid-run: remove what this job indexed, unless a newer job owns the file now. */
+async function standDown(vs: VectorStores, scope: Scope, p: IngestPayload): Promise<void> {
+  const at = await vs.attachment(scope, p);
+  if (at.state === "gone") await vs.index.removeFile(p.storeId, p.fileId);
+}
+
+/** The embedder the store's vectors come from, which must be the server's current one; null: lexical only. */
+async function storeEmbedder(vs: VectorStores, scope: Scope, storeId: string): Promise<DenseSetup | null> {
+  const store = await vs.stores.get(scope, storeId);
+  const embedder = store?.data.embedder ?? null;
+  const current = vs.dense();
+  if (!sameEmbedder(embedder, current?.embedder ?? null))
+    throw new FileFailed({
+      code: "server_error",
+      message: `The vector store was indexed with ${describeEmbedder(embedder)}, but this server embeds with ${describeEmbedder(current?.embedder ?? null)}; re-index the store.`,
+    });
+  return embedder ? current : null;
+}
+
+/**
+ * For the runner's finished-listener: a job that ended failed or cancelled without settling its
+ * file (the runner gave up after repeated crashes) leaves the file failed, not in progress forever.
+ */
+export async function settleAbandoned(vs: VectorStores, scope: Scope, p: IngestPayload, lastError: string | null): Promise<void> {
+  const error: FileError = { code: "server_error", message: `The file could not be processed${lastError ? `: ${lastError}` : "."}` };
+  const settled = await vs.settleFile(scope, p.storeId, p.fileId, p.attachId, () => ({ status: "failed", lastError: error, usageBytes: 0, chunks: 0 }));
+  if (settled) await vs.index.removeFile(p.storeId, p.fileId);
+}

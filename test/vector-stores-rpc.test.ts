@@ -1,0 +1,120 @@
+// Vector stores through typed RPC clients: Connect (JSON over HTTP/1.1, binary over h2c) and gRPC,
+// on the same port and against the same implementation as REST. Union and nullable JSON fields
+// (query, filters, attributes, metadata) travel as google.protobuf.Value.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { Code, createClient, type Client, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { VectorStoresService } from "../gen/atrium/v1/vector_stores_pb.js";
+import { API_KEY, KEYS, startTestServer, type TestServer } from "./helpers/server.js";
+import { as, expectRpcError, registry, restUpload } from "./helpers/rpc.js";
+import { TOPICS } from "./vector-stores-helpers.js";
+
+const value = (json: JsonValue) => fromJson(ValueSchema, json);
+const me = as(API_KEY);
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer();
+});
+afterAll(async () => s?.stop());
+
+const transports: Array<[string, (s: TestServer) => Transport]> = [
+  ["Connect JSON over HTTP/1.1", (s) => createConnectTransport({ baseUrl: s.url, httpVersion: "1.1", useBinaryFormat: false, jsonOptions: { registry } })],
+  ["Connect binary over h2c", (s) => createConnectTransport({ baseUrl: s.url, httpVersion: "2", useBinaryFormat: true })],
+  ["gRPC over h2c", (s) => createGrpcTransport({ baseUrl: s.url })],
+];
+
+async function waitFile(c: Client<typeof VectorStoresService>, vectorStoreId: string, fileId: string) {
+  for (let i = 0; i < 600; i++) {
+    const f = await c.getVectorStoreFile({ vectorStoreId, fileId }, me);
+    if (f.status !== "in_progress") return f;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("file still in progress");
+}
+
+describe.each(transports)("%s", (_name, make) => {
+  let c: Client<typeof VectorStoresService>;
+  const fileIds: string[] = [];
+  beforeAll(async () => {
+    c = createClient(VectorStoresService, make(s));
+    for (const [i, t] of TOPICS.slice(0, 4).entries()) fileIds.push((await restUpload(s.baseURL, API_KEY, `t${i}.txt`, "assistants", Buffer.from(t))).id);
+  });
+
+  it("creates a store, attaches files with attributes, searches with a filter", async () => {
+    const vs = await c.createVectorStore({ name: "rpc", metadata: value({ owner: "rpc" }) }, me);
+    expect(vs).toMatchObject({ object: "vector_store", name: "rpc", status: "completed" });
+    expect(vs.id).toMatch(/^vs_/);
+    expect(vs.metadata?.kind).toEqual({ case: "structValue", value: expect.anything() });
+
+    for (const [i, fileId] of fileIds.entries()) {
+      const f = await c.createVectorStoreFile({ vectorStoreId: vs.id, fileId, attributes: value({ n: i, even: i % 2 === 0 }) }, me);
+      expect(f).toMatchObject({ id: fileId, object: "vector_store.file", vectorStoreId: vs.id });
+    }
+    for (const fileId of fileIds) expect((await waitFile(c, vs.id, fileId)).status).toBe("completed");
+    const got = await c.getVectorStore({ vectorStoreId: vs.id }, me);
+    expect(got.fileCounts).toMatchObject({ completed: 4n, total: 4n });
+    expect(got.usageBytes).toBeGreaterThan(0n);
+
+    const r = await c.searchVectorStore({ vectorStoreId: vs.id, query: value("largest planet gas giant"), maxNumResults: 3 }, me);
+    expect(r.object).toBe("vector_store.search_results.page");
+    expect(r.searchQuery).toEqual(["largest planet gas giant"]);
+    expect(r.data[0]).toMatchObject({ fileId: fileIds[2], filename: "t2.txt", content: [{ type: "text", text: TOPICS[2] }] });
+
+    const filtered = await c.searchVectorStore(
+      { vectorStoreId: vs.id, query: value(["bread", "orchestra", "planet", "marathon"]), maxNumResults: 50, filters: value({ type: "eq", key: "even", value: true }) },
+      me,
+    );
+    expect(new Set(filtered.data.map((d) => d.fileId))).toEqual(new Set([fileIds[0], fileIds[2]]));
+
+    const listed = await c.listVectorStoreFiles({ vectorStoreId: vs.id, order: "asc", filter: "completed" }, me);
+    expect(listed.data.map((f) => f.id)).toEqual(fileIds);
+    const upd = await c.updateVectorStoreFile({ vectorStoreId: vs.id, fileId: fileIds[0], attributes: value(null) }, me);
+    expect(upd.attributes).toBeUndefined();
+    const del = await c.deleteVectorStoreFile({ vectorStoreId: vs.id, fileId: fileIds[3] }, me);
+    expect(del).toMatchObject({ id: fileIds[3], object: "vector_store.file.deleted", deleted: true });
+    expect((await c.deleteVectorStore({ vectorStoreId: vs.id }, me)).deleted).toBe(true);
+  });
+
+  it("file batches: create, get, list files, cancel (both spellings are one implementation)", async () => {
+    const vs = await c.createVectorStore({ name: "rpc-batch" }, me);
+    const b = await c.createFileBatch({ vectorStoreId: vs.id, fileIds: fileIds.slice(0, 2) }, me);
+    expect(b).toMatchObject({ object: "vector_store.files_batch", vectorStoreId: vs.id });
+    let got = b;
+    for (let i = 0; i < 600 && got.status === "in_progress"; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      got = await c.getFilesBatch({ vectorStoreId: vs.id, batchId: b.id }, me);
+    }
+    expect(got).toMatchObject({ status: "completed", fileCounts: { completed: 2n, total: 2n } });
+    const files = await c.listFileBatchFiles({ vectorStoreId: vs.id, batchId: b.id }, me);
+    expect(files.data.map((f) => f.id).sort()).toEqual(fileIds.slice(0, 2).sort());
+    // Nothing left to stop: the batch stays completed.
+    expect((await c.cancelFileBatch({ vectorStoreId: vs.id, batchId: b.id }, me)).status).toBe("completed");
+  });
+
+  it("errors carry ErrorInfo with the REST status, param and code", async () => {
+    const vs = await c.createVectorStore({}, me);
+    await expectRpcError(() => c.getVectorStore({ vectorStoreId: "vs_nope" }, me), Code.NotFound, { param: "vector_store_id", httpStatus: 404 });
+    await expectRpcError(() => c.getVectorStore({ vectorStoreId: vs.id }, as(KEYS.projectB)), Code.NotFound, { param: "vector_store_id", httpStatus: 404 });
+    await expectRpcError(() => c.searchVectorStore({ vectorStoreId: vs.id, query: value("x"), maxNumResults: 0 }, me), Code.InvalidArgument, {
+      param: "max_num_results",
+      code: "integer_out_of_range",
+      httpStatus: 400,
+    });
+    await expectRpcError(() => c.searchVectorStore({ vectorStoreId: vs.id }, me), Code.InvalidArgument, { param: "query", code: "missing_required_parameter", httpStatus: 400 });
+    await expectRpcError(
+      () => c.searchVectorStore({ vectorStoreId: vs.id, query: value("x"), filters: value({ type: "or", filters: [{ type: "gt", key: "a", value: "b" }] }) }, me),
+      Code.InvalidArgument,
+      { param: "filters.filters[0].value", code: "invalid_type", httpStatus: 400 },
+    );
+    await expectRpcError(
+      () => c.createVectorStoreFile({ vectorStoreId: vs.id, fileId: fileIds[0], chunkingStrategy: { type: "static", static: { maxChunkSizeTokens: 800, chunkOverlapTokens: 500 } } }, me),
+      Code.InvalidArgument,
+      { param: "chunking_strategy.static.chunk_overlap_tokens", httpStatus: 400 },
+    );
+    await expectRpcError(() => c.createFileBatch({ vectorStoreId: vs.id }, me), Code.InvalidArgument, { param: "file_ids", code: "missing_required_parameter", httpStatus: 400 });
+    await expectRpcError(() => c.deleteVectorStore({ vectorStoreId: vs.id }, as(KEYS.reader)), Code.PermissionDenied, { httpStatus: 403 });
+  });
+});
