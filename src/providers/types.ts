@@ -69,17 +69,29 @@ export interface ModerationProvider extends ProviderIdentity {
   moderate(input: ModerationInput, opts: ModerateOptions): Promise<ModerationResponse>;
 }
 
-// ---- video (minimal: the video issue fleshes this out) ----
+// ---- video (spec 4.9, 2.10) ----
 
-/** What a render needs (spec 4.9's POST /videos). A file_id reference is resolved by the
- * video service into a data URL before it reaches a provider. */
+/** What a render needs (spec 4.9's POST /videos, remix, edits, extensions). A file_id reference is
+ * resolved by the video service into a data URL before it reaches a provider. */
 export interface VideoRenderRequest {
   prompt: string;
   model: string;
-  /** "4", "8" or "12", as the spec writes it. */
+  /** The clip's length as the spec writes it ("4", "8", "12"); for an extension, the new segment's. */
   seconds: string;
   size: string;
   input_reference?: { image_url: string };
+  /** A remix, edit or extension of an earlier render. */
+  source?: {
+    kind: "remix" | "edit" | "extension";
+    /** The provider's own id of the source render, when this provider made it (upstream). */
+    renderId?: string;
+    /** The source's MP4, for renderers on this machine. */
+    video?: () => AsyncIterable<Uint8Array>;
+  };
+  /** Characters the prompt names, with their reference clips (renderers on this machine). */
+  characters?: Array<{ id: string; name: string; video: () => AsyncIterable<Uint8Array> }>;
+  /** Same prompt and seed, same frames (the local renderer; upstreams ignore it). */
+  seed?: number;
 }
 
 /** A render's state as the provider reports it (the Video object's moving parts, spec 2.10). */
@@ -98,6 +110,10 @@ export interface VideoProvider extends ProviderIdentity {
   getRender(id: string, opts?: CallOptions): Promise<VideoRender>;
   /** The asset's bytes, streamed (a render can be large). */
   downloadRender(id: string, variant: VideoVariant, opts?: CallOptions): Promise<ReadableStream<Uint8Array>>;
+  /** Optional: resolves at the render's next change (progress or status), so callers need not poll. */
+  waitRender?(id: string, opts?: CallOptions): Promise<VideoRender>;
+  /** Optional: frees what the provider keeps of a render (its files) once the caller stored the assets. */
+  deleteRender?(id: string, opts?: CallOptions): Promise<void>;
 }
 
 // ---- training (minimal: the fine-tuning issue fleshes this out) ----

@@ -267,9 +267,9 @@ export class UpstreamResponses implements ResponsesProvider {
 }
 
 /**
- * Renders on an OpenAI-compatible /videos API: POST {base}/videos, GET {base}/videos/{id},
- * GET {base}/videos/{id}/content?variant=. Minimal: the video issue decides remix, edits and
- * extensions.
+ * Renders on an OpenAI-compatible /videos API: POST {base}/videos (or /videos/{id}/remix,
+ * /videos/edits, /videos/extensions for a source the upstream rendered), GET {base}/videos/{id},
+ * GET {base}/videos/{id}/content?variant=. Local-only fields (seed, clips) are not sent.
  */
 export class UpstreamVideo implements VideoProvider {
   readonly local = false;
@@ -280,7 +280,14 @@ export class UpstreamVideo implements VideoProvider {
   }
 
   async createRender(req: VideoRenderRequest, opts: CallOptions = {}): Promise<VideoRender> {
-    return toRender(await this.client.postJson<unknown>("/videos", req, opts));
+    const { prompt, model, seconds, size, input_reference, source } = req;
+    if (!source) return toRender(await this.client.postJson<unknown>("/videos", { prompt, model, seconds, size, input_reference }, opts));
+    if (!source.renderId)
+      throw new UpstreamError(400, `the source video was not rendered by this upstream, so it cannot ${source.kind} it`, "source_not_upstream");
+    const video = { id: source.renderId };
+    if (source.kind === "remix") return toRender(await this.client.postJson<unknown>(`/videos/${encodeURIComponent(source.renderId)}/remix`, { prompt }, opts));
+    if (source.kind === "edit") return toRender(await this.client.postJson<unknown>("/videos/edits", { prompt, video }, opts));
+    return toRender(await this.client.postJson<unknown>("/videos/extensions", { prompt, seconds, video }, opts));
   }
 
   async getRender(id: string, opts: CallOptions = {}): Promise<VideoRender> {

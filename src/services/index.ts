@@ -11,8 +11,9 @@ import { moderationsArea } from "./moderations/index.js";
 import { responsesArea } from "./responses/index.js";
 import { uploadsArea } from "./uploads/index.js";
 import { vectorStoresArea } from "./vector_stores/index.js";
+import { videosArea } from "./videos/index.js";
 
-export const areas: ApiArea[] = [filesArea, uploadsArea, modelsArea, responsesArea, embeddingsArea, moderationsArea, containersArea, vectorStoresArea, fineTuningArea, batchesArea];
+export const areas: ApiArea[] = [filesArea, uploadsArea, modelsArea, responsesArea, embeddingsArea, moderationsArea, containersArea, vectorStoresArea, fineTuningArea, batchesArea, videosArea];
 
 /** The ATRIUM_CONFIG sections the areas read, for configFromEnv's schema. */
 export function areaConfigSections(list: ApiArea[] = areas): Record<string, object> {

@@ -19,6 +19,10 @@ export interface MultipartShape {
   filename?: string;
   /** The route also takes an application/json body, decoded as ONE request message (`body: "*"`). */
   json?: boolean;
+  /** The file part may be absent (a form of text fields only: the SDK sends every video call as multipart). */
+  fileOptional?: boolean;
+  /** Largest text field in bytes (default 64 KiB); a base64 data URL in a field needs more. */
+  maxFieldBytes?: number;
 }
 
 type Event =
@@ -68,6 +72,9 @@ function setPath(desc: DescMessage, init: Record<string, unknown>, formName: str
     d = f.message;
   }
 }
+
+/** Shapes name fields as the proto does (`video_chunk`); messages are built from local names (`videoChunk`). */
+const localName = (desc: DescMessage, name: string) => desc.fields.find((f) => f.name === name)?.localName ?? name;
 
 function malformed(e: unknown): ApiError {
   if (e instanceof ApiError) return e;
@@ -165,7 +172,7 @@ export async function* multipartMessages(
       highWaterMark: 1 << 20,
       fileHwm: 1 << 20,
       defParamCharset: "utf8",
-      limits: { fieldSize: 64 * 1024, fields: 64, files: 1, parts: 80 },
+      limits: { fieldSize: shape.maxFieldBytes ?? 64 * 1024, fields: 64, files: 1, parts: 80 },
     });
   } catch (e) {
     throw new ApiError(400, `Malformed multipart/form-data request: ${(e as Error).message}`, { code: "invalid_multipart" });
@@ -218,18 +225,19 @@ export async function* multipartMessages(
         throw new ApiError(400, `Unrecognized file part '${ev.name}'; send the content as '${shape.file}'.`, { param: ev.name, code: "unknown_parameter" });
       }
       sawFile = true;
-      if (shape.filename) pending[shape.filename] = ev.filename;
+      if (shape.filename) pending[localName(desc, shape.filename)] = ev.filename;
       yield create(desc, pending as any);
       pending = {};
       hasPending = false;
       try {
-        for await (const chunk of chunksOf(ev.stream)) yield create(desc, { [shape.chunk]: chunk } as any);
+        const chunkKey = localName(desc, shape.chunk);
+        for await (const chunk of chunksOf(ev.stream)) yield create(desc, { [chunkKey]: chunk } as any);
       } catch (e) {
         // Errors of the form itself ("Unexpected end of form") are the caller's: a 400.
         throw malformed(e);
       }
     }
-    if (!sawFile) throw new ApiError(400, `Missing required parameter: '${shape.file}'.`, { param: shape.file, code: "missing_required_parameter" });
+    if (!sawFile && !shape.fileOptional) throw new ApiError(400, `Missing required parameter: '${shape.file}'.`, { param: shape.file, code: "missing_required_parameter" });
     if (hasPending) yield create(desc, pending as any);
     done = true;
   } finally {

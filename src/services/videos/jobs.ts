@@ -1,0 +1,189 @@
+// The render job: one per video (id "videos.render:<video id>"), on the durable runner, so a render
+// accepted survives crashes and restarts. Steps, each committed with the record writes it implies:
+//   1. in_progress (started)                       checkpoint
+//   2. the provider's render created               checkpoint {provider, renderId}
+//   3. progress, as the provider reports it        checkpoint (at most every PROGRESS_WRITE_MS)
+//   4. the three assets copied into the blob store, then completed + the assets timer   complete
+// A resumed run asks the provider about the checkpointed render: an upstream one is picked up
+// where it was; a local one is gone after a restart (404), so it is rendered again from the start.
+// Assets become visible only with step 4: a half-written asset is never served.
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Logger } from "pino";
+import { imageSize } from "image-size";
+import type { JobContext, JobHandler } from "../../jobs/runner.js";
+import type { Job } from "../../jobs/types.js";
+import { ProviderUnavailable, type Providers } from "../../providers/registry.js";
+import type { VideoProvider, VideoRender, VideoRenderRequest } from "../../providers/types.js";
+import type { Scope } from "../../storage/types.js";
+import type { ServiceDeps } from "../deps.js";
+import { assetKey, clipKey, inputKey, VARIANTS, type VideoRecord, type Videos, type VideoVariant } from "./videos.js";
+
+export interface RenderPayload {
+  videoId: string;
+}
+
+interface RenderCheckpoint {
+  provider: string;
+  renderId: string;
+}
+
+/** How often an upstream render is asked about (local renders report changes themselves). */
+const UPSTREAM_POLL_MS = 1000;
+const PROGRESS_WRITE_MS = 500;
+/** The same prompt renders the same frames: one seed for every video. */
+const SEED = 0;
+
+/** Caller errors of a provider (bad request, refused): retrying cannot fix them. */
+function permanentError(e: unknown): { code: string; message: string } | undefined {
+  const status = (e as { status?: unknown }).status;
+  if (typeof status !== "number" || status < 400 || status >= 500 || [404, 408, 409, 429].includes(status)) return undefined;
+  return { code: (e as { code?: string }).code ?? "render_failed", message: (e as Error).message };
+}
+
+const isNotFound = (e: unknown) => (e as { status?: unknown }).status === 404;
+
+class SourceUnavailable extends Error {
+  readonly status = 400;
+  readonly code = "source_unavailable";
+}
+
+export class RenderJobs {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly videos: Videos,
+    private readonly providers: Providers,
+    private readonly log: Logger,
+    /** Atrium's model names as the upstream knows them (videos.upstream_models). */
+    private readonly upstreamModels: Record<string, string> = {},
+  ) {}
+
+  readonly handler: JobHandler<RenderPayload, null, RenderCheckpoint> = (ctx) => this.run(ctx);
+
+  /** The runner gave up on a job (attempts exhausted): the video fails with the last error. */
+  async onFinished(job: Job): Promise<void> {
+    if (job.state !== "failed") return;
+    const { videoId } = job.payload as RenderPayload;
+    await this.videos.fail(job.scope, videoId, { code: "render_failed", message: `The render failed: ${job.lastError ?? "unknown error"}` });
+  }
+
+  private async run(ctx: JobContext<RenderPayload, RenderCheckpoint, null>): Promise<null> {
+    const scope = ctx.job.scope;
+    const cur = await this.videos.videos.get(scope, ctx.job.payload.videoId);
+    // Deleted, or finished by an earlier run: nothing to do.
+    if (!cur || cur.data.status === "completed" || cur.data.status === "failed") return null;
+    let rec = cur.data;
+
+    let provider: VideoProvider;
+    try {
+      provider = this.providers.video();
+    } catch (e) {
+      if (!(e instanceof ProviderUnavailable)) throw e;
+      await ctx.complete(null, this.videos.failure(scope, rec, { code: "provider_unavailable", message: e.message }));
+      return null;
+    }
+    const signal = ctx.signal;
+
+    let renderId = ctx.job.checkpoint?.provider === provider.id ? ctx.job.checkpoint.renderId : undefined;
+    let render: VideoRender | undefined;
+    try {
+      if (renderId) {
+        try {
+          render = await provider.getRender(renderId, { signal });
+        } catch (e) {
+          if (!isNotFound(e)) throw e;
+          renderId = undefined; // interrupted by a restart: render again
+        }
+      }
+      if (!renderId || !render) {
+        const req = await this.request(scope, rec, provider);
+        render = await provider.createRender(req, { signal });
+        renderId = render.id;
+        rec = { ...rec, status: "in_progress", progress: 0, startedAtMs: Date.now() };
+        await ctx.checkpoint({ provider: provider.id, renderId }, [this.videos.updateOp(scope, rec)]);
+      }
+
+      let lastWrite = 0;
+      while (render.status !== "completed" && render.status !== "failed") {
+        if (provider.waitRender) render = await provider.waitRender(renderId, { signal });
+        else {
+          await sleep(UPSTREAM_POLL_MS, undefined, { signal });
+          render = await provider.getRender(renderId, { signal });
+        }
+        // 100 only once the assets are stored.
+        const progress = Math.max(0, Math.min(99, Math.floor(render.progress)));
+        if (progress !== rec.progress && Date.now() - lastWrite >= PROGRESS_WRITE_MS) {
+          rec = { ...rec, progress };
+          await ctx.checkpoint(ctx.job.checkpoint!, [this.videos.updateOp(scope, rec)]);
+          lastWrite = Date.now();
+        }
+      }
+
+      if (render.status === "failed") {
+        await ctx.complete(null, this.videos.failure(scope, rec, render.error ?? { code: "render_failed", message: "The render failed." }));
+      } else {
+        const assets = {} as Record<VideoVariant, number>;
+        for (const variant of Object.keys(VARIANTS) as VideoVariant[]) {
+          const stream = await provider.downloadRender(renderId, variant, { signal });
+          assets[variant] = (await this.deps.blobs.put(assetKey(rec.id, variant), stream as unknown as AsyncIterable<Uint8Array>)).bytes;
+        }
+        const done = this.videos.completion(scope, rec, assets, { provider: provider.id, renderId });
+        await ctx.complete(null, done.ops);
+      }
+      await this.deps.blobs.delete(inputKey(rec.id));
+      await this.release(provider, renderId);
+      return null;
+    } catch (e) {
+      const permanent = signal.aborted ? undefined : permanentError(e);
+      if (permanent) {
+        await ctx.complete(null, this.videos.failure(scope, rec, permanent));
+        await this.deps.blobs.delete(inputKey(rec.id));
+      }
+      // A local render does not outlive its run (a rerun starts over); an upstream one does.
+      if (renderId && (permanent || provider.local)) await this.release(provider, renderId);
+      if (permanent) return null;
+      throw e;
+    }
+  }
+
+  private async release(provider: VideoProvider, renderId: string): Promise<void> {
+    await provider.deleteRender?.(renderId).catch((err) => this.log.warn({ err, renderId }, "freeing a finished render failed"));
+  }
+
+  /** What the provider needs: the prompt, the reference image, the source video, the characters' clips. */
+  private async request(scope: Scope, rec: VideoRecord, provider: VideoProvider): Promise<VideoRenderRequest> {
+    const blobs = this.deps.blobs;
+    const req: VideoRenderRequest = {
+      prompt: rec.prompt,
+      model: provider.local ? rec.model : (this.upstreamModels[rec.model] ?? rec.model),
+      seconds: rec.source?.kind === "extension" ? rec.source.segmentSeconds! : rec.seconds,
+      size: rec.size,
+      seed: SEED,
+    };
+    if (rec.hasInputReference) {
+      const chunks: Buffer[] = [];
+      for await (const c of blobs.get(inputKey(rec.id))) chunks.push(c as Buffer);
+      const bytes = Buffer.concat(chunks);
+      const type = imageSize(bytes).type === "jpg" ? "jpeg" : imageSize(bytes).type;
+      req.input_reference = { image_url: `data:image/${type};base64,${bytes.toString("base64")}` };
+    }
+    if (rec.source) {
+      const src = await this.videos.videos.get(scope, rec.source.videoId);
+      const key = assetKey(rec.source.videoId, "video");
+      if (!src || src.data.assetsExpired || (await blobs.size(key)) === undefined)
+        throw new SourceUnavailable(`The source video ${rec.source.videoId} was deleted or its assets expired before this ${rec.source.kind} was rendered.`);
+      req.source = {
+        kind: rec.source.kind,
+        renderId: src.data.rendered?.provider === provider.id ? src.data.rendered.renderId : undefined,
+        video: () => blobs.get(key),
+      };
+    }
+    if (rec.characterIds.length) {
+      req.characters = [];
+      for (const id of rec.characterIds) {
+        const c = await this.videos.characters.get(scope, id);
+        if (c) req.characters.push({ id, name: c.data.name, video: () => blobs.get(clipKey(id)) });
+      }
+    }
+    return req;
+  }
+}
