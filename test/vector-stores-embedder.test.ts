@@ -12,7 +12,7 @@ import { configFromEnv } from "../src/config.js";
 import { startServer, type RunningServer } from "../src/server.js";
 import { API_KEY, tempDir } from "./helpers/server.js";
 import { api, expectError, sdk } from "./helpers/rest.js";
-import { settle, upload } from "./vector-stores-helpers.js";
+import { settle, upload } from "./helpers/vector-stores.js";
 
 const dataDir = tempDir("atrium-vs-embedder-");
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));

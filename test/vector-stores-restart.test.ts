@@ -10,7 +10,7 @@ import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { API_KEY, ADMIN_KEY, tempDir } from "./helpers/server.js";
 import { sdk } from "./helpers/rest.js";
-import { longText, upload } from "./vector-stores-helpers.js";
+import { longText, upload } from "./helpers/vector-stores.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -9,7 +9,7 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { VectorStoresService } from "../gen/atrium/v1/vector_stores_pb.js";
 import { API_KEY, KEYS, startTestServer, type TestServer } from "./helpers/server.js";
 import { as, expectRpcError, registry, restUpload } from "./helpers/rpc.js";
-import { TOPICS } from "./vector-stores-helpers.js";
+import { TOPICS } from "./helpers/vector-stores.js";
 
 const value = (json: JsonValue) => fromJson(ValueSchema, json);
 const me = as(API_KEY);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type OpenAI from "openai";
 import { API_KEY, KEYS, ManualClock, startTestServer, type TestServer } from "./helpers/server.js";
 import { api, expectError, sdk, sdkError, toFile } from "./helpers/rest.js";
-import { TOPICS, longText, settle, upload } from "./vector-stores-helpers.js";
+import { TOPICS, longText, settle, upload } from "./helpers/vector-stores.js";
 import { pdf } from "./helpers/token-fixtures.js";
 
 const DAY = 24 * 3600;

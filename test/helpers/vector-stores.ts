@@ -1,7 +1,7 @@
 // Shared pieces of the vector store tests: small documents on distinct topics, uploads, and a
 // wait for a store's files to settle.
 import type OpenAI from "openai";
-import { toFile } from "./helpers/rest.js";
+import { toFile } from "./rest.js";
 
 /** Short documents on unrelated topics (distractors), each a few sentences. */
 export const TOPICS = [

@@ -9,11 +9,13 @@
  * Scores, by mode (sim = best cosine similarity of the chunk to any query vector, clamped to 0..1):
  * - `dense`:   score = sim (no fusion needed: cosines of different queries compare directly).
  * - `lexical`: score = rank (BM25 has no absolute scale, so the score is rank-based).
- * - `hybrid`:  score = rank × sim. The similarity anchors the score (an unrelated chunk that tops
- *   both lists still scores low, so `score_threshold` means something), the fused rank discounts it
- *   (a chunk only one retriever found, or found far down, scores less). Chunks without a vector
- *   score 0; with no dense list at all (a store without vectors) hybrid scores like lexical.
- * Monotone in each input, within [0, 1], never NaN. Ties: fused votes, then rowid (insertion order).
+ * - `hybrid`:  score = rank × sim*, sim* the best similarity of any fused chunk to the queries.
+ *   The order is the fused ranking itself (ordering by rank × each chunk's own similarity pulled
+ *   the result towards the dense list and lost to lexical alone on MRR: bench/vector-stores.bench.ts);
+ *   sim* scales the whole list by how well the query is answered at all, so an unrelated query's
+ *   hits all score low and `score_threshold` means something. With no dense list at all (a store
+ *   without vectors) hybrid scores like lexical.
+ * Within [0, 1], never NaN, never increasing down the list. Ties: fused votes, then rowid.
  */
 import type { SearchMode } from "./types.js";
 
@@ -45,15 +47,14 @@ export function fuse({ mode, lexical, dense, rrfK, similarity }: FuseInput): Ran
   const best = lists.length / (rrfK + 1);
   const useSim = mode === "dense" || (mode === "hybrid" && dense.some((l) => l.length > 0));
 
+  let bestSim = 0;
+  if (mode === "hybrid" && useSim) for (const label of fused.keys()) bestSim = Math.max(bestSim, clamp01(similarity(label) ?? 0));
   const ranked: Ranked[] = [];
   for (const [label, votes] of fused) {
     const rank = votes / best;
     let score: number;
     if (!useSim) score = rank;
-    else {
-      const sim = clamp01(similarity(label) ?? 0);
-      score = mode === "dense" ? sim : rank * sim;
-    }
+    else score = mode === "dense" ? clamp01(similarity(label) ?? 0) : rank * bestSim;
     ranked.push({ label, score: clamp01(score), fused: votes });
   }
   ranked.sort((a, b) => b.score - a.score || b.fused - a.fused || a.label - b.label);
