@@ -121,7 +121,7 @@ async function startAtrium(dir: string, logLevel: string, tag: string): Promise<
   // Rate limits far above the load: every request takes the limiter's path, none is refused
   // (the default 10,000 requests per minute would refuse most of a bench window).
   const config = path.join(dir, `atrium-${tag}-${logLevel}.json`);
-  fs.writeFileSync(config, JSON.stringify({ organizations: [{ id: "org-default", rate_limits: { requests_per_minute: 1e9, tokens_per_minute: 1e9 }, projects: [{ id: "proj_default" }] }] }));
+  fs.writeFileSync(config, JSON.stringify({ organizations: [{ id: "org-default", rate_limits: { requests_per_minute: 1e9, tokens_per_minute: 1e9, uploads_per_minute: 1e9 }, projects: [{ id: "proj_default" }] }] }));
   return startServer(
     `atrium (log ${logLevel})`,
     [process.execPath, "dist/src/main.js"],

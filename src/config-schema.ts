@@ -33,7 +33,7 @@ const perWindow = { type: "integer", minimum: 1 };
 const rateLimits = {
   type: "object",
   additionalProperties: false,
-  properties: { requests_per_minute: perWindow, requests_per_day: perWindow, tokens_per_minute: perWindow, tokens_per_day: perWindow },
+  properties: { requests_per_minute: perWindow, requests_per_day: perWindow, tokens_per_minute: perWindow, tokens_per_day: perWindow, uploads_per_minute: perWindow },
 };
 const spendLimit = { type: "integer", minimum: 1, description: "Hard cap on tokens per calendar month (UTC): 429 insufficient_quota once reached." };
 

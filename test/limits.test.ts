@@ -240,6 +240,13 @@ describe("RateLimits", () => {
     l.admit(principal({ organizationId: "org-x", credentialId: "key_2" }), upload, undefined, new Headers());
   });
 
+  it("file uploads: an organization's rate_limits.uploads_per_minute replaces the default", () => {
+    const l = new RateLimits(new MemoryLimitStore(), { organizations: [{ id: "org-x", rate_limits: { uploads_per_minute: 3 } }] }, { now: () => T0 });
+    const upload = FilesService.method.createFile;
+    for (let i = 0; i < 3; i++) l.admit(principal({ organizationId: "org-x" }), upload, undefined, new Headers());
+    expect(refusal(() => l.admit(principal({ organizationId: "org-x" }), upload, undefined, new Headers())).rawMessage).toMatch(/file uploads of this credential \(key_1\): Limit 3/);
+  });
+
   it("check / enforce: an area's own limit (vector stores: 300 per minute per store)", async () => {
     const rejections: Rejection[] = [];
     const l = limits(() => T0, rejections);

@@ -20,6 +20,8 @@ export interface RateLimitRules {
   requests_per_day?: number;
   tokens_per_minute?: number;
   tokens_per_day?: number;
+  /** Per credential (organizations only; default UPLOADS_PER_MINUTE_PER_USER). */
+  uploads_per_minute?: number;
 }
 
 export interface LimitedProject {

@@ -150,7 +150,7 @@ export class RateLimits {
   admit(p: Principal, method: DescMethod, request: unknown, headers: Headers): void | Promise<void> {
     const now = this.clock();
     let plan = this.planFor(p.organizationId, p.projectId, now);
-    if (this.isUpload(method)) plan = withUpload(plan, p);
+    if (this.isUpload(method)) plan = withUpload(plan, p, this.orgs.get(p.organizationId)?.org.rate_limits?.uploads_per_minute ?? UPLOADS_PER_MINUTE_PER_USER);
     const meter = tokenMeter(method);
     const tokens = meter === null ? 0 : meter(request);
     const costs = new Array<number>(plan.entries.length);
@@ -341,10 +341,10 @@ function buildPlan(orgId: string, org: LimitedProject | undefined, projectId: st
 }
 
 /** The plan plus the credential's upload rate (built per upload call: uploads are not the hot path). */
-function withUpload(plan: Plan, p: Principal): Plan {
+function withUpload(plan: Plan, p: Principal, perMinute: number): Plan {
   return {
     ...plan,
-    entries: [...plan.entries, { kind: "rate", key: `{${p.organizationId}}:u:${p.credentialId}:uploads`, limit: UPLOADS_PER_MINUTE_PER_USER, windowMs: MINUTE }],
+    entries: [...plan.entries, { kind: "rate", key: `{${p.organizationId}}:u:${p.credentialId}:uploads`, limit: perMinute, windowMs: MINUTE }],
     meta: [...plan.meta, { role: "upload", scope: "user", owner: p.credentialId }],
   };
 }
