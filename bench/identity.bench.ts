@@ -31,6 +31,7 @@ import { configFromEnv } from "../src/config.js";
 import { IdentityState } from "../src/auth/identity/state.js";
 import { tokenKey, WorkloadTokens } from "../src/auth/identity/tokens.js";
 import { TokenExchange } from "../src/auth/identity/exchange.js";
+import { Loader } from "./loader.js";
 
 const ROOT = path.resolve(fileURLToPath(new URL("..", import.meta.url)));
 const API_KEY = "sk-atrium-bench-identity-key-000001";
@@ -169,35 +170,6 @@ async function startAtrium(dir: string, cfgPath: string): Promise<{ url: string;
   }
 }
 
-/** bench/load-worker.ts on core 1: one JSON job per line. */
-class Loader {
-  private proc: ChildProcess;
-  private buf = "";
-  private waiting: Array<(v: any) => void> = [];
-  constructor() {
-    const [cmd, args] = pinned(1, [process.execPath, "--import", "tsx", "bench/load-worker.ts"]);
-    this.proc = spawn(cmd, args, { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] });
-    children.push(this.proc);
-    this.proc.stdout!.setEncoding("utf8");
-    this.proc.stdout!.on("data", (d: string) => {
-      this.buf += d;
-      for (let i = this.buf.indexOf("\n"); i >= 0; i = this.buf.indexOf("\n")) {
-        const line = this.buf.slice(0, i);
-        this.buf = this.buf.slice(i + 1);
-        this.waiting.shift()?.(JSON.parse(line));
-      }
-    });
-  }
-  run(job: object): Promise<any> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push((v) => (v.error ? reject(new Error(v.error)) : resolve(v)));
-      this.proc.stdin!.write(JSON.stringify(job) + "\n");
-    });
-  }
-  close() {
-    this.proc.stdin!.end();
-  }
-}
 
 interface Target {
   name: string;
@@ -282,7 +254,7 @@ async function main() {
     const cfgPath = path.join(dir, "http.json");
     fs.writeFileSync(cfgPath, JSON.stringify(configDoc(jwks)));
     const atrium = await startAtrium(dir, cfgPath);
-    const loader = new Loader();
+    const loader = new Loader(children);
     try {
       const exchangeBody = JSON.stringify({ grant_type: GRANT, subject_token_type: JWT_TYPE, subject_token: token, identity_provider_id: "idp_ci", service_account_id: "svc_deploy" });
       const minted = await (await fetch(`${atrium.url}/oauth/token`, { method: "POST", headers: { "content-type": "application/json" }, body: exchangeBody })).json();

@@ -30,6 +30,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { Loader } from "./loader.js";
 
 const ROOT = path.resolve(fileURLToPath(new URL("..", import.meta.url)));
 const API_KEY = "sk-atrium-bench-limits-key-000001";
@@ -128,32 +129,6 @@ async function startRedis(): Promise<{ url: string; proc: ChildProcess }> {
   throw new Error("redis-server did not start");
 }
 
-class Loader {
-  private proc = spawn("taskset", ["-c", "1", process.execPath, "--import", "tsx", "bench/load-worker.ts"], { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] });
-  private buf = "";
-  private waiting: Array<(v: any) => void> = [];
-  constructor() {
-    children.push(this.proc);
-    this.proc.stdout!.setEncoding("utf8");
-    this.proc.stdout!.on("data", (d: string) => {
-      this.buf += d;
-      for (let i = this.buf.indexOf("\n"); i >= 0; i = this.buf.indexOf("\n")) {
-        const line = this.buf.slice(0, i);
-        this.buf = this.buf.slice(i + 1);
-        this.waiting.shift()?.(JSON.parse(line));
-      }
-    });
-  }
-  run(job: object): Promise<any> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push((v) => (v.error ? reject(new Error(v.error)) : resolve(v)));
-      this.proc.stdin!.write(JSON.stringify(job) + "\n");
-    });
-  }
-  close() {
-    this.proc.stdin!.end();
-  }
-}
 
 const job = (s: Server, warmupS: number, windowS: number) => ({
   kind: "http",
@@ -205,7 +180,7 @@ async function main() {
     `Rate limits + metrics bench — node ${process.version}, ${os.cpus()[0]?.model} ×${os.cpus().length}; servers on core 0, load${haveRedis ? " and redis-server" : ""} on core 1; ` +
       `REST GET /v1/models, ${CONNECTIONS} connections; ${WARMUP_S}s warm-up + ${WINDOW_S}s window, median of ${RUNS}`,
   );
-  const loader = new Loader();
+  const loader = new Loader(children);
   try {
     const off = { ATRIUM_RATE_LIMITS: "off", ATRIUM_METRICS: "off" };
     const cases: Array<{ name: string; env: Record<string, string>; target?: number }> = [

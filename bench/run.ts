@@ -43,6 +43,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { Loader } from "./loader.js";
 
 const ROOT = path.resolve(fileURLToPath(new URL("..", import.meta.url)));
 const API_KEY = "sk-atrium-bench-standard-key-000001";
@@ -142,36 +143,6 @@ async function startBare(dir: string, tag: string): Promise<Server> {
   );
 }
 
-/** The load generator: one long-lived child on core 1, one JSON job per line. */
-class Loader {
-  private proc = spawn("taskset", ["-c", "1", process.execPath, "--import", "tsx", "bench/load-worker.ts"], {
-    cwd: ROOT,
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  private buf = "";
-  private waiting: Array<(v: any) => void> = [];
-  constructor() {
-    children.push(this.proc);
-    this.proc.stdout!.setEncoding("utf8");
-    this.proc.stdout!.on("data", (d: string) => {
-      this.buf += d;
-      for (let i = this.buf.indexOf("\n"); i >= 0; i = this.buf.indexOf("\n")) {
-        const line = this.buf.slice(0, i);
-        this.buf = this.buf.slice(i + 1);
-        this.waiting.shift()?.(JSON.parse(line));
-      }
-    });
-  }
-  run(job: object): Promise<any> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push((v) => (v.error ? reject(new Error(v.error)) : resolve(v)));
-      this.proc.stdin!.write(JSON.stringify(job) + "\n");
-    });
-  }
-  close() {
-    this.proc.stdin!.end();
-  }
-}
 
 // ---------- what is measured ----------
 
@@ -316,7 +287,7 @@ async function main() {
     `Atrium HTTP bench — node ${process.version}, ${os.cpus()[0]?.model} ×${os.cpus().length}; servers on core 0, load on core 1; ` +
       `${CONNECTIONS} connections, pipelining ${PIPELINING}; ${WARMUP_S}s warm-up + ${WINDOW_S}s window, median of ${RUNS}; ATRIUM_LOG_LEVEL=${LOG_LEVEL}`,
   );
-  const loader = new Loader();
+  const loader = new Loader(children);
   const servers: Server[] = [];
   const track = (s: Server) => (servers.push(s), s);
   try {
