@@ -250,4 +250,32 @@ describe("TLS with ALPN on the one port", () => {
     agent.destroy();
     rmSync(dir2, { recursive: true, force: true });
   });
+
+  it("a listener that asks for client certificates issues no session tickets (a resumed session would lose the client's chain); the main TLS port does resume", async () => {
+    const extra = await s.addListener("mtls-test", { host: "127.0.0.1", port: 0, tls: { cert: readFileSync(join(dir, "cert.pem")), key: readFileSync(join(dir, "key.pem")), requestCert: true } });
+    try {
+      // Connects twice, offering the first connection's session (TLS 1.3: the ticket comes after the handshake).
+      const reused = async (port: number) => {
+        const connect = (session?: Buffer) =>
+          new Promise<{ reused: boolean; session?: Buffer }>((resolve, reject) => {
+            let ticket: Buffer | undefined;
+            let resumed = false;
+            const sock = tls.connect({ host: "127.0.0.1", port, ca, servername: "localhost", session, ALPNProtocols: ["http/1.1"] }, () => {
+              resumed = sock.isSessionReused();
+              sock.write("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+            });
+            sock.on("session", (t) => (ticket = t));
+            sock.on("data", () => {});
+            sock.on("close", () => resolve({ reused: resumed, session: ticket }));
+            sock.on("error", reject);
+          });
+        const first = await connect();
+        return (await connect(first.session)).reused;
+      };
+      expect(await reused(s.port)).toBe(true);
+      expect(await reused(extra.port)).toBe(false);
+    } finally {
+      await extra.close();
+    }
+  });
 });

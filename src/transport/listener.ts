@@ -7,6 +7,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import { constants } from "node:crypto";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 /** Total request header budget (spec 5.8). Node answers 431 past it, before any handler. */
@@ -43,7 +44,19 @@ export function createOnePortServer(handler: Handler, tls?: TlsFiles): net.Serve
   const h2settings = { maxHeaderListSize: MAX_HEADER_BYTES };
   if (tls) {
     const secure = http2.createSecureServer(
-      { cert: tls.cert, key: tls.key, requestCert: !!tls.requestCert, rejectUnauthorized: false, allowHTTP1: true, ALPNProtocols: ["h2", "http/1.1"], settings: h2settings, maxSessionMemory: 64 },
+      {
+        cert: tls.cert,
+        key: tls.key,
+        requestCert: !!tls.requestCert,
+        rejectUnauthorized: false,
+        // A resumed session does not carry the intermediates the client sent, so a listener that
+        // checks client chains issues no session tickets: every connection shows its full chain.
+        secureOptions: tls.requestCert ? constants.SSL_OP_NO_TICKET : undefined,
+        allowHTTP1: true,
+        ALPNProtocols: ["h2", "http/1.1"],
+        settings: h2settings,
+        maxSessionMemory: 64,
+      },
       handler,
     );
     // The secure server has no closeAllConnections/closeIdleConnections of its own, so Fastify's
