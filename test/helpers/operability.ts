@@ -2,15 +2,9 @@
 // operability environment (ATRIUM_RATE_LIMITS, ATRIUM_REDIS_URL, ATRIUM_METRICS_TOKEN, ...), and a
 // throw-away redis-server on a free port.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
-import { join } from "node:path";
-import pino from "pino";
-import { configFromEnv } from "../../src/config.js";
-import { startServer } from "../../src/server.js";
-import { areaConfigSections } from "../../src/services/index.js";
 import type { ApiArea } from "../../src/services/area.js";
-import { ADMIN_KEY, API_KEY, tempDir, type TestServer } from "./server.js";
+import { startTestServer, type TestServer } from "./server.js";
 
 /**
  * A server whose ATRIUM_CONFIG is `config` (written to its data dir) and whose operability
@@ -21,21 +15,7 @@ export async function startConfiguredServer(
   env: Record<string, string> = {},
   opts: { dataDir?: string; areas?: ApiArea[] } = {},
 ): Promise<TestServer> {
-  const dataDir = opts.dataDir ?? tempDir();
-  const path = join(dataDir, "atrium.json");
-  writeFileSync(path, JSON.stringify(config));
-  const all = { ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: "0", ATRIUM_DATA_DIR: dataDir, ATRIUM_API_KEY: API_KEY, ATRIUM_ADMIN_KEY: ADMIN_KEY, ATRIUM_CONFIG: path, ...env };
-  const cfg = configFromEnv(all, areaConfigSections());
-  const server = await startServer(cfg, { env: all, areas: opts.areas, logger: pino({ level: process.env.ATRIUM_TEST_LOG ?? "silent" }) });
-  return {
-    ...server,
-    dataDir,
-    baseURL: `${server.url}/v1`,
-    async stop() {
-      await server.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
+  return startTestServer({ config, env, ...opts });
 }
 
 export function freePort(): Promise<number> {

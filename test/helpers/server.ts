@@ -9,6 +9,7 @@ import pino, { type Logger } from "pino";
 import { configFromEnv } from "../../src/config.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 import { areaConfigSections } from "../../src/services/index.js";
+import type { ApiArea } from "../../src/services/area.js";
 import type { Clock } from "../../src/services/deps.js";
 
 export const API_KEY = "sk-atrium-test-standard-key-0001";
@@ -69,20 +70,36 @@ export class ManualClock implements Clock {
   }
 }
 
-/** `logger`: to read what the server logs (default: silent, or ATRIUM_TEST_LOG's level). */
-export async function startTestServer(opts: { clock?: Clock; env?: Record<string, string>; logger?: Logger } = {}): Promise<TestServer> {
-  const dataDir = tempDir();
-  const cfg = configFromEnv({
+export interface TestServerOptions {
+  clock?: Clock;
+  /** The server's whole environment on top of the defaults below (the test process's is not read). */
+  env?: Record<string, string>;
+  /** To read what the server logs (default: silent, or ATRIUM_TEST_LOG's level). */
+  logger?: Logger;
+  /** ATRIUM_CONFIG's content (written to the data dir); default: testConfig(). */
+  config?: object;
+  /** Reuse a data dir (a restart); default: a new temp dir. */
+  dataDir?: string;
+  areas?: ApiArea[];
+}
+
+export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const configPath = testConfig(dataDir);
+  if (opts.config) writeFileSync(configPath, JSON.stringify(opts.config));
+  const env = {
     ATRIUM_HOST: "127.0.0.1",
     ATRIUM_PORT: "0",
     ATRIUM_DATA_DIR: dataDir,
     ATRIUM_API_KEY: API_KEY,
     ATRIUM_ADMIN_KEY: ADMIN_KEY,
-    ATRIUM_CONFIG: testConfig(dataDir),
+    ATRIUM_CONFIG: configPath,
     ATRIUM_MODEL_CACHE_DIR: MODEL_CACHE_DIR,
     ...opts.env,
-  }, areaConfigSections());
-  const server = await startServer(cfg, { clock: opts.clock, logger: opts.logger ?? pino({ level: process.env.ATRIUM_TEST_LOG ?? "silent" }) });
+  };
+  const cfg = configFromEnv(env, areaConfigSections());
+  const logger = opts.logger ?? pino({ level: process.env.ATRIUM_TEST_LOG ?? "silent" });
+  const server = await startServer(cfg, { clock: opts.clock, logger, env, areas: opts.areas });
   return {
     ...server,
     dataDir,
