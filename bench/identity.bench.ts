@@ -21,7 +21,6 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,7 +30,7 @@ import { configFromEnv } from "../src/config.js";
 import { IdentityState } from "../src/auth/identity/state.js";
 import { tokenKey, WorkloadTokens } from "../src/auth/identity/tokens.js";
 import { TokenExchange } from "../src/auth/identity/exchange.js";
-import { Loader } from "./loader.js";
+import { Loader, children, freePort } from "./harness.js";
 
 const ROOT = path.resolve(fileURLToPath(new URL("..", import.meta.url)));
 const API_KEY = "sk-atrium-bench-identity-key-000001";
@@ -130,21 +129,7 @@ async function inProcess(dir: string, alg: "RS256" | "ES256") {
 
 // ---------- 2, 3. over HTTP ----------
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
-const children: ChildProcess[] = [];
-process.on("exit", () => {
-  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
-});
 const pinned = (core: number, args: string[]) => (process.platform === "linux" ? ["taskset", ["-c", String(core), ...args]] : [args[0]!, args.slice(1)]) as [string, string[]];
 
 async function startAtrium(dir: string, cfgPath: string): Promise<{ url: string; proc: ChildProcess }> {
@@ -254,7 +239,7 @@ async function main() {
     const cfgPath = path.join(dir, "http.json");
     fs.writeFileSync(cfgPath, JSON.stringify(configDoc(jwks)));
     const atrium = await startAtrium(dir, cfgPath);
-    const loader = new Loader(children);
+    const loader = new Loader();
     try {
       const exchangeBody = JSON.stringify({ grant_type: GRANT, subject_token_type: JWT_TYPE, subject_token: token, identity_provider_id: "idp_ci", service_account_id: "svc_deploy" });
       const minted = await (await fetch(`${atrium.url}/oauth/token`, { method: "POST", headers: { "content-type": "application/json" }, body: exchangeBody })).json();

@@ -30,7 +30,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { Loader } from "./loader.js";
+import { Loader, children, freePort, median } from "./harness.js";
 
 const ROOT = path.resolve(fileURLToPath(new URL("..", import.meta.url)));
 const API_KEY = "sk-atrium-bench-limits-key-000001";
@@ -45,26 +45,8 @@ const WARMUP_S = Number(arg("warmup", "0.5"));
 const CONNECTIONS = Number(arg("connections", "10"));
 const CASES = arg("cases", "");
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
-const children: ChildProcess[] = [];
-process.on("exit", () => {
-  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
-});
 
 /** CPU seconds (user + system) a process has used so far. */
 function cpuSeconds(pid: number): number {
@@ -180,7 +162,7 @@ async function main() {
     `Rate limits + metrics bench — node ${process.version}, ${os.cpus()[0]?.model} ×${os.cpus().length}; servers on core 0, load${haveRedis ? " and redis-server" : ""} on core 1; ` +
       `REST GET /v1/models, ${CONNECTIONS} connections; ${WARMUP_S}s warm-up + ${WINDOW_S}s window, median of ${RUNS}`,
   );
-  const loader = new Loader(children);
+  const loader = new Loader();
   try {
     const off = { ATRIUM_RATE_LIMITS: "off", ATRIUM_METRICS: "off" };
     const cases: Array<{ name: string; env: Record<string, string>; target?: number }> = [

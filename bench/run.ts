@@ -39,11 +39,10 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { Loader } from "./loader.js";
+import { Loader, children, freePort, median } from "./harness.js";
 
 const ROOT = path.resolve(fileURLToPath(new URL("..", import.meta.url)));
 const API_KEY = "sk-atrium-bench-standard-key-000001";
@@ -62,26 +61,8 @@ const LOG_LEVEL = arg("log-level", "info");
 const ONLY = arg("only", "");
 const INFO_LOGGING = !process.argv.includes("--no-info-logging");
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
-const children: ChildProcess[] = [];
-process.on("exit", () => {
-  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
-});
 
 interface Server {
   name: string;
@@ -287,7 +268,7 @@ async function main() {
     `Atrium HTTP bench — node ${process.version}, ${os.cpus()[0]?.model} ×${os.cpus().length}; servers on core 0, load on core 1; ` +
       `${CONNECTIONS} connections, pipelining ${PIPELINING}; ${WARMUP_S}s warm-up + ${WINDOW_S}s window, median of ${RUNS}; ATRIUM_LOG_LEVEL=${LOG_LEVEL}`,
   );
-  const loader = new Loader(children);
+  const loader = new Loader();
   const servers: Server[] = [];
   const track = (s: Server) => (servers.push(s), s);
   try {

@@ -1,8 +1,33 @@
-// The HTTP benches' load generator: one long-lived child (bench/load-worker.ts) pinned to core 1
-// while the servers under test run on core 0; jobs go in as JSON lines, results come back the same way.
+// What the HTTP benches (run.ts, limits.bench.ts, identity.bench.ts) share: the child processes to
+// kill on exit, free ports, medians, and the load generator — one long-lived child
+// (bench/load-worker.ts) pinned to core 1 while the servers under test run on core 0; jobs go in
+// as JSON lines, results come back the same way.
 import { spawn, type ChildProcess } from "node:child_process";
+import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+
+/** Every process a bench starts; killed when the bench exits, however it exits. */
+export const children: ChildProcess[] = [];
+process.on("exit", () => {
+  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+});
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+export const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
 
 const ROOT = path.resolve(fileURLToPath(new URL("..", import.meta.url)));
 
@@ -14,8 +39,7 @@ export class Loader {
   private buf = "";
   private waiting: Array<(v: any) => void> = [];
 
-  /** `children`: the bench's list of processes to kill on exit. */
-  constructor(children: ChildProcess[]) {
+  constructor() {
     children.push(this.proc);
     this.proc.stdout!.setEncoding("utf8");
     this.proc.stdout!.on("data", (d: string) => {
