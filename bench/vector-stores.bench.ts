@@ -37,6 +37,7 @@ import { SqliteSearchIndex, type SearchMode } from "../src/engines/search/index.
 import { AUTO_CHUNKING, chunkText } from "../src/engines/ingest/index.js";
 import { LocalSentenceEncoder, LOCAL_EMBEDDING_MODEL } from "../src/engines/embeddings/index.js";
 import type { SqliteRecordStore } from "../src/storage/sqlite-records.js";
+import type { Doc, Question } from "./data/retrieval/types.js";
 
 const KEY = "sk-bench-vector-stores-000000001";
 
@@ -102,16 +103,6 @@ async function untilDone(client: OpenAI, storeId: string, batchId: string): Prom
 /** A second index on the server's own database connection (reads, and padding writes). */
 const indexOf = (srv: Server) => SqliteSearchIndex.fromStore(srv.s.deps.records as SqliteRecordStore);
 
-interface Doc {
-  id: string;
-  title: string;
-  text: string;
-}
-interface Question {
-  doc: string;
-  question: string;
-  kind: "named" | "described";
-}
 const DATA = new URL("./data/retrieval/", import.meta.url);
 const readJsonl = <T>(name: string): T[] =>
   readFileSync(new URL(name, DATA), "utf8")

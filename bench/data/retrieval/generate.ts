@@ -8,6 +8,7 @@
 // describe it only through paraphrased facts (only the meaning leads to the document).
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import type { Doc, Question } from "./types.js";
 
 function mulberry32(seed: number): () => number {
   return () => {
@@ -51,17 +52,6 @@ const SPICE = [["saffron", "saffron"], ["cumin", "cumin"], ["cinnamon", "cinnamo
 const OCCASION = [["weddings", "marriage celebrations"], ["the first day of spring", "the start of the spring season"], ["harvest festivals", "autumn crop celebrations"], ["funerals", "memorial gatherings"], ["the winter solstice", "the shortest day of the year"], ["birthdays", "the anniversary of someone's birth"]] as const;
 const CUISINE = ["Verellian", "Oskanian", "Aldish", "Calvanese", "mountain", "coastal"];
 
-interface Doc {
-  id: string;
-  title: string;
-  text: string;
-}
-interface Question {
-  doc: string;
-  question: string;
-  /** named: the question names the document's subject; described: it does not. */
-  kind: "named" | "described";
-}
 
 const docs: Doc[] = [];
 const questions: Question[] = [];
