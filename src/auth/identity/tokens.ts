@@ -8,9 +8,8 @@
 //
 // Per request: a cache hit on the token (else one HMAC and a JSON parse), then a few Map look-ups,
 // memoised per configuration generation.
-import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
-import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { derivedKey } from "../../common/secret-key.js";
 import { TtlCache } from "../../common/cache.js";
 import type { TokenVerifier } from "../authenticate.js";
 import type { Principal } from "../principal.js";
@@ -61,32 +60,9 @@ let minted = 0;
 /** Tokens minted by this process (for tests: a refused exchange must leave it unchanged). */
 export const tokensMinted = () => minted;
 
-export const SECRET_KEY_FILE = "secret.key";
-
-/**
- * The token key: derived from ATRIUM_SECRET_KEY or, without it, from the data directory's key
- * file (created once, mode 0600). Same master and file as the other secrets at rest
- * (services/containers/secrets.ts), a different derived key.
- */
+/** The token key: derived from the master secret (src/common/secret-key.ts) for this use alone. */
 export function tokenKey(secretKey: string | undefined, dataDir: string): Buffer {
-  let master: Buffer;
-  if (secretKey) master = Buffer.from(secretKey, "utf8");
-  else {
-    const path = join(dataDir, SECRET_KEY_FILE);
-    try {
-      const fd = openSync(path, "wx", 0o600); // created exactly once, even by two processes at once
-      try {
-        writeSync(fd, randomBytes(32));
-      } finally {
-        closeSync(fd);
-      }
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-    }
-    master = readFileSync(path);
-    if (master.length !== 32) throw new Error(`${path} must hold exactly 32 bytes; it holds ${master.length}`);
-  }
-  return Buffer.from(hkdfSync("sha256", master, "atrium", "workload identity tokens", 32));
+  return derivedKey(secretKey, dataDir, "workload identity tokens");
 }
 
 export class WorkloadTokens implements TokenVerifier {

@@ -3,43 +3,20 @@
 // container or domain does not open. The key comes from ATRIUM_SECRET_KEY or, without it, from a
 // key file generated once in the data directory (mode 0600). Plain values are never logged and
 // never returned by any call; nothing here logs at all.
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
-import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { derivedKey } from "../../common/secret-key.js";
 
-export const SECRET_KEY_FILE = "secret.key";
-const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 // Sealed values carry a version prefix so the scheme can change without guessing.
 const PREFIX = "v1:";
-
-/** The master key: ATRIUM_SECRET_KEY (any string; derived below) or the data dir's key file. */
-function masterKey(secretKey: string | undefined, dataDir: string): Buffer {
-  if (secretKey) return Buffer.from(secretKey, "utf8");
-  const path = join(dataDir, SECRET_KEY_FILE);
-  try {
-    // "wx": created exactly once, even if two processes start on the same data dir together.
-    const fd = openSync(path, "wx", 0o600);
-    try {
-      writeSync(fd, randomBytes(KEY_BYTES));
-    } finally {
-      closeSync(fd);
-    }
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-  }
-  const key = readFileSync(path);
-  if (key.length !== KEY_BYTES) throw new Error(`${path} must hold exactly ${KEY_BYTES} bytes; it holds ${key.length}`);
-  return key;
-}
 
 export class SecretBox {
   private readonly key: Buffer;
 
   /** `purpose` separates the keys of different uses of the same master key. */
   constructor(opts: { secretKey?: string; dataDir: string; purpose: string }) {
-    this.key = Buffer.from(hkdfSync("sha256", masterKey(opts.secretKey, opts.dataDir), "atrium", opts.purpose, KEY_BYTES));
+    this.key = derivedKey(opts.secretKey, opts.dataDir, opts.purpose);
   }
 
   /** Encrypts `plain`; `context` (e.g. "container/domain/name") must be given again to open it. */
