@@ -3,8 +3,7 @@
 // `batches` sets the concurrency and slice size of a run.
 import { BatchesService } from "../../../gen/atrium/v1/batches_pb.js";
 import { ModerationsService } from "../../../gen/atrium/v1/moderations_pb.js";
-import { DEFAULT_PROVIDER_TIMEOUT_MS } from "../../config-schema.js";
-import { LocalSentenceEncoder, LOCAL_EMBEDDING_DIMENSIONS } from "../../engines/embeddings/index.js";
+import { LOCAL_EMBEDDING_DIMENSIONS } from "../../engines/embeddings/index.js";
 import type { EmbeddingsProvider } from "../../providers/types.js";
 import type { ApiArea } from "../area.js";
 import { createEmbeddingsService } from "../embeddings/handler.js";
@@ -42,12 +41,14 @@ export const batchesArea: ApiArea = {
   configSection: { name: "batches", schema },
   setup: ({ deps, config, providers, jobs }) => {
     const settings: BatchSettings = { concurrency: 8, slice_lines: 1000, slice_ms: 1000, slice_interval_ms: 0, ...(config.sections?.batches as Partial<BatchSettings> | undefined) };
-    // The local encoder the embeddings area registered; with an upstream configured for the
-    // platform's models, a local one of our own is started only if a batch asks for it.
-    let ownLocal: LocalSentenceEncoder | undefined;
-    const local = (): EmbeddingsProvider =>
-      providers.configOf("embeddings").kind === "local" ? providers.embeddings() : (ownLocal ??= new LocalSentenceEncoder({ timeoutMs: DEFAULT_PROVIDER_TIMEOUT_MS }));
-    const lazyLocal: EmbeddingsProvider = { id: "local", local: true, dimensions: LOCAL_EMBEDDING_DIMENSIONS, embed: (inputs, opts) => local().embed(inputs, opts) };
+    // The one in-process encoder the embeddings area registered, whatever embeddings are
+    // configured as; resolved on first use.
+    const lazyLocal: EmbeddingsProvider = {
+      id: "local",
+      local: true,
+      dimensions: LOCAL_EMBEDDING_DIMENSIONS,
+      embed: (inputs, opts) => providers.local("embeddings").embed(inputs, opts),
+    };
     const calls = endpointCalls({
       embeddings: createEmbeddingsService({ local: lazyLocal, upstream: () => (providers.configOf("embeddings").kind === "upstream" ? providers.embeddings() : undefined) }),
       responses: createResponsesService(deps, { fetch: { timeoutMs: config.fetchTimeoutMs, allowPrivate: config.fetchAllowPrivate } }),
@@ -73,7 +74,6 @@ export const batchesArea: ApiArea = {
           options: { concurrency: 2, leaseMs: 5000 },
         },
       },
-      stop: async () => ownLocal?.close(),
     };
   },
 };
