@@ -1,4 +1,4 @@
-// What the HTTP benches (run.ts, limits.bench.ts, identity.bench.ts) share: the child processes to
+// What the benches share: command-line options and, for the HTTP ones, the child processes to
 // kill on exit, free ports, medians, and the load generator — one long-lived child
 // (bench/load-worker.ts) pinned to core 1 while the servers under test run on core 0; jobs go in
 // as JSON lines, results come back the same way.
@@ -22,6 +22,12 @@ export function freePort(): Promise<number> {
       s.close(() => resolve(p));
     });
   });
+}
+
+/** `--name value` from the command line, else `def`. */
+export function arg(name: string, def: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : def;
 }
 
 export const median = (xs: number[]) => {

@@ -30,17 +30,13 @@ import { configFromEnv } from "../src/config.js";
 import { IdentityState } from "../src/auth/identity/state.js";
 import { tokenKey, WorkloadTokens } from "../src/auth/identity/tokens.js";
 import { TokenExchange } from "../src/auth/identity/exchange.js";
-import { Loader, children, freePort } from "./harness.js";
+import { Loader, arg, children, freePort } from "./harness.js";
 
 const ROOT = path.resolve(fileURLToPath(new URL("..", import.meta.url)));
 const API_KEY = "sk-atrium-bench-identity-key-000001";
 const GRANT = "urn:ietf:params:oauth:grant-type:token-exchange";
 const JWT_TYPE = "urn:ietf:params:oauth:token-type:jwt";
 
-function arg(name: string, def: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : def;
-}
 const RUNS = Number(arg("runs", "3"));
 const WINDOW_S = Number(arg("window", "2"));
 const CONNECTIONS = Number(arg("connections", "10"));

@@ -30,15 +30,11 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { Loader, children, freePort, median } from "./harness.js";
+import { Loader, arg, children, freePort, median } from "./harness.js";
 
 const ROOT = path.resolve(fileURLToPath(new URL("..", import.meta.url)));
 const API_KEY = "sk-atrium-bench-limits-key-000001";
 
-function arg(name: string, def: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : def;
-}
 const RUNS = Number(arg("runs", "3"));
 const WINDOW_S = Number(arg("window", "2"));
 const WARMUP_S = Number(arg("warmup", "0.5"));

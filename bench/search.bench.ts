@@ -26,11 +26,8 @@ import os from "node:os";
 import path from "node:path";
 import { openSqliteRecordStore } from "../src/storage/sqlite-records.js";
 import { SqliteSearchIndex, type ChunkInput, type Filter, type SearchMode } from "../src/engines/search/index.js";
+import { arg } from "./harness.js";
 
-function arg(name: string, def: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : def;
-}
 const SIZES = arg("sizes", "10000,100000").split(",").map(Number);
 const QUERIES = Number(arg("queries", "200"));
 const DIM = Number(arg("dim", "512"));

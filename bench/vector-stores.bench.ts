@@ -38,13 +38,10 @@ import { AUTO_CHUNKING, chunkText } from "../src/engines/ingest/index.js";
 import { LocalSentenceEncoder, LOCAL_EMBEDDING_MODEL } from "../src/engines/embeddings/index.js";
 import type { SqliteRecordStore } from "../src/storage/sqlite-records.js";
 import type { Doc, Question } from "./data/retrieval/types.js";
+import { arg } from "./harness.js";
 
 const KEY = "sk-bench-vector-stores-000000001";
 
-function arg(name: string, def: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : def;
-}
 const SIZES = arg("sizes", "10000,100000").split(",").map(Number);
 const QUERIES = Number(arg("queries", "200"));
 const INGEST_KB = Number(arg("ingest-kb", "128"));
