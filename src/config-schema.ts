@@ -33,7 +33,16 @@ const perWindow = { type: "integer", minimum: 1 };
 const rateLimits = {
   type: "object",
   additionalProperties: false,
-  properties: { requests_per_minute: perWindow, requests_per_day: perWindow, tokens_per_minute: perWindow, tokens_per_day: perWindow, uploads_per_minute: perWindow },
+  properties: {
+    requests_per_minute: perWindow,
+    requests_per_day: perWindow,
+    tokens_per_minute: perWindow,
+    tokens_per_day: perWindow,
+    // Read on organizations only: per credential, per vector store, per organization (spec 8).
+    uploads_per_minute: perWindow,
+    vector_store_file_requests_per_minute: { ...perWindow, description: "Requests per minute to one vector store's /files and /file_batches endpoints (default 300)." },
+    vector_store_attached_files_per_minute: { ...perWindow, description: "Files attached to vector stores per minute in the organization, a batch of N counting N (default 2000)." },
+  },
 };
 const spendLimit = { type: "integer", minimum: 1, description: "Hard cap on tokens per calendar month (UTC): 429 insufficient_quota once reached." };
 

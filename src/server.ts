@@ -126,7 +126,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
 
   const runtimes: AreaRuntime[] = [];
   try {
-    for (const area of areas) runtimes.push(await area.setup({ deps, config: cfg, providers, jobs }));
+    for (const area of areas) runtimes.push(await area.setup({ deps, config: cfg, providers, jobs, limits: ops.limits }));
     requireAccessRules(runtimes.flatMap((r) => r.services));
   } catch (e) {
     for (const r of runtimes) await r.stop?.();

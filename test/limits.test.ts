@@ -261,4 +261,33 @@ describe("RateLimits", () => {
     expect(e.restHeaders).toEqual({ "retry-after": "1", "retry-after-ms": "200" });
     expect(rejections).toEqual([{ limit: "vector_store_requests", scope: "area" }]);
   });
+
+  it("enforceAll: an area's limits charged all or nothing; rules from the organization's rate_limits or the defaults", () => {
+    const rejections: Rejection[] = [];
+    const l = new RateLimits(
+      new MemoryLimitStore(),
+      { organizations: [{ id: "org-x", rate_limits: { vector_store_file_requests_per_minute: 10, vector_store_attached_files_per_minute: 3 } }] },
+      { now: () => T0, onReject: (r) => rejections.push(r) },
+    );
+    expect(l.organizationRule("org-other", "vector_store_file_requests_per_minute")).toEqual({ name: "vector_store_file_requests_per_minute", limit: 300, windowMs: MIN });
+    expect(l.organizationRule("org-other", "vector_store_attached_files_per_minute").limit).toBe(2000);
+    const store = { key: "proj_1:vs_1", rule: l.organizationRule("org-x", "vector_store_file_requests_per_minute"), what: "requests to vs_1" };
+    const files = (cost: number) => ({ key: "", rule: l.organizationRule("org-x", "vector_store_attached_files_per_minute"), what: "attached files", cost });
+    l.enforceAll("org-x", [store, files(2)]);
+    // 2 more files do not fit in the 1 left: refused, and the store's request is not charged either.
+    const e = refusal(() => l.enforceAll("org-x", [store, files(2)]));
+    expect(e.rawMessage).toBe("Rate limit reached for attached files: Limit 3, Used 2, Requested 2. Please try again in 20s.");
+    expect(e.restHeaders).toEqual({ "retry-after": "20", "retry-after-ms": "20000" });
+    expect(rejections).toEqual([{ limit: "vector_store_attached_files_per_minute", scope: "area" }]);
+    for (let i = 0; i < 9; i++) l.enforceAll("org-x", [store]); // 1 + 9 = the store's 10
+    expect(refusal(() => l.enforceAll("org-x", [store])).rawMessage).toMatch(/^Rate limit reached for requests to vs_1: Limit 10, Used 10, Requested 1\. Please try again in 6s\.$/);
+    // Another organization's keys are apart; more than a window's worth can never pass.
+    l.enforceAll("org-y", [store, files(3)]);
+    const tooLarge = refusal(() => l.enforceAll("org-x", [files(4)]));
+    expect(tooLarge.rawMessage).toBe("Request too large for attached files: Limit 3, Requested 4. Split the request into parts of at most 3.");
+    expect(tooLarge.restHeaders).toEqual({ "x-should-retry": "false" });
+    // A reloaded configuration changes the rules.
+    l.configure({ organizations: [{ id: "org-x", rate_limits: { vector_store_attached_files_per_minute: 50 } }] });
+    expect(l.organizationRule("org-x", "vector_store_attached_files_per_minute").limit).toBe(50);
+  });
 });

@@ -9,6 +9,11 @@
 //       projects:
 //         - { id: proj_web, rate_limits: { requests_per_minute: 60 }, spend_limit_tokens_per_month: 1000000 }
 //
+// Organizations also take the per-minute limits of spec 8 that are not per call: `uploads_per_minute`
+// (per credential, default 1,000), `vector_store_file_requests_per_minute` (per vector store, its
+// /files and /file_batches endpoints together, default 300) and
+// `vector_store_attached_files_per_minute` (per organization, default 2,000).
+//
 // An organization without `requests_per_minute` / `tokens_per_minute` gets the documented
 // defaults (DESIGN: 10,000 requests and 10,000,000 tokens per minute); per-day limits and spend
 // caps apply only where configured. A project's limits are its own caps inside its organization's:
@@ -22,7 +27,19 @@ export interface RateLimitRules {
   tokens_per_day?: number;
   /** Per credential (organizations only; default UPLOADS_PER_MINUTE_PER_USER). */
   uploads_per_minute?: number;
+  /** Per vector store: requests to its /files and /file_batches endpoints (organizations only; default 300). */
+  vector_store_file_requests_per_minute?: number;
+  /** Per organization: files attached to vector stores, a batch of N counting N (organizations only; default 2,000). */
+  vector_store_attached_files_per_minute?: number;
 }
+
+/** The per-minute limits areas enforce themselves (through RateLimits.enforceAll), and their defaults (spec 8). */
+export const AREA_RATES_PER_MINUTE = {
+  vector_store_file_requests_per_minute: 300,
+  vector_store_attached_files_per_minute: 2000,
+} as const satisfies Partial<Record<keyof RateLimitRules, number>>;
+
+export type AreaRateSetting = keyof typeof AREA_RATES_PER_MINUTE;
 
 export interface LimitedProject {
   id: string;

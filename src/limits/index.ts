@@ -10,7 +10,7 @@ import { MemoryLimitStore } from "./memory.js";
 import { RateLimits, type Rejection } from "./rate-limits.js";
 import { RedisLimitStore } from "./redis.js";
 
-export { RateLimits, type RateRule, type LimitCheck, type Rejection } from "./rate-limits.js";
+export { RateLimits, type AreaCharge, type RateRule, type LimitCheck, type Rejection } from "./rate-limits.js";
 export { MemoryLimitStore } from "./memory.js";
 export { RedisLimitStore } from "./redis.js";
 export { limitsEnv, type LimitsEnv, type LimitsFileConfig } from "./config.js";

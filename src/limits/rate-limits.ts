@@ -18,15 +18,18 @@
 // when one is configured. Resets are the time until the limit is back to its full allowance.
 //
 // Areas with limits of their own (vector stores: 300 requests per minute per store, 2,000 attached
-// files per minute per organization) call `check` / `enforce` with a key and a rule.
+// files per minute per organization) call `enforceAll` (or `check` / `enforce`) with keys and rules;
+// `organizationRule` reads an organization's setting of such a limit from its `rate_limits`.
 import type { DescMethod } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 import { ApiError, type ErrorType } from "../common/errors.js";
 import type { Principal } from "../auth/principal.js";
 import {
+  AREA_RATES_PER_MINUTE,
   DEFAULT_REQUESTS_PER_MINUTE,
   DEFAULT_TOKENS_PER_MINUTE,
   UPLOADS_PER_MINUTE_PER_USER,
+  type AreaRateSetting,
   type LimitedProject,
   type LimitsFileConfig,
   type RateLimitRules,
@@ -53,6 +56,17 @@ export interface LimitCheck {
   resetMs: number;
   /** When refused: how long until `cost` would be admitted (Infinity: never, cost > limit). */
   retryAfterMs: number;
+}
+
+/** One of an area's limits a call is charged (RateLimits.enforceAll). */
+export interface AreaCharge {
+  /** What is limited, under the organization: a store ("proj_1:vs_123"), the organization itself (""). */
+  key: string;
+  rule: RateRule;
+  /** Names the limit in the 429's message: "requests per minute to the files of vector store vs_123". */
+  what: string;
+  /** Default 1. */
+  cost?: number;
 }
 
 /** What a refusal was about, for metrics. */
@@ -123,6 +137,8 @@ export class RateLimits {
   /** organization → project → plan. */
   private plans = new Map<string, Map<string, Plan>>();
   private readonly uploadMethods = new WeakMap<DescMethod, boolean>();
+  /** organization → area setting → rule, rebuilt on configure(). */
+  private areaRules = new Map<string, Map<AreaRateSetting, RateRule>>();
   private readonly clock: () => number;
   private lastStoreWarning = 0;
 
@@ -141,6 +157,7 @@ export class RateLimits {
     for (const o of file.organizations ?? []) orgs.set(o.id, { org: o, projects: new Map((o.projects ?? []).map((p) => [p.id, p])) });
     this.orgs = orgs;
     this.plans = new Map();
+    this.areaRules = new Map();
   }
 
   /**
@@ -174,16 +191,9 @@ export class RateLimits {
 
   /** An area's own limit: charges `cost` to `key` under `rule` if it fits. Nothing is thrown. */
   check(key: string, rule: RateRule, cost = 1): LimitCheck | Promise<LimitCheck> {
-    const entry: RateEntry = { kind: "rate", key: `x:{${key}}:${rule.name}`, limit: rule.limit, windowMs: rule.windowMs };
-    const now = this.clock();
-    const out = (r: TakeResult): LimitCheck => ({
-      ok: r.ok,
-      limit: rule.limit,
-      remaining: rateRemaining(entry, r.values[0]!, r.now),
-      resetMs: rateResetMs(r.values[0]!, r.now),
-      retryAfterMs: r.ok ? 0 : rateRetryMs(entry, r.values[0]!, cost, r.now),
-    });
-    const taken = this.store.take([entry], [cost], this.store.kind === "memory" ? now : undefined);
+    const entry = areaEntry(`{${key}}`, rule);
+    const out = (r: TakeResult): LimitCheck => areaCheck(entry, cost, r, 0);
+    const taken = this.store.take([entry], [cost], this.store.kind === "memory" ? this.clock() : undefined);
     return taken instanceof Promise ? taken.then(out) : out(taken);
   }
 
@@ -192,20 +202,34 @@ export class RateLimits {
    * `what` names the limit in the message, e.g. "requests per minute on vector store vs_123".
    */
   enforce(key: string, rule: RateRule, what: string, cost = 1): void | Promise<void> {
-    const done = (c: LimitCheck) => {
-      if (c.ok) return;
-      this.opts.onReject?.({ limit: rule.name, scope: "area" });
-      const retryable = Number.isFinite(c.retryAfterMs);
-      throw rateLimitError(
-        429,
-        `Rate limit reached for ${what}: Limit ${rule.limit}, Used ${rule.limit - c.remaining}, Requested ${cost}.${retryable ? ` Please try again in ${formatDuration(c.retryAfterMs)}.` : ""}`,
-        "requests",
-        "rate_limit_exceeded",
-        retryable ? c.retryAfterMs : undefined,
-      );
-    };
-    const c = this.check(key, rule, cost);
-    return c instanceof Promise ? c.then(done) : done(c);
+    const entry = areaEntry(`{${key}}`, rule);
+    return this.chargeArea([entry], [{ key, rule, what, cost }]);
+  }
+
+  /**
+   * Several of an area's limits charged together, all or nothing (a refused call is charged
+   * nothing: waiting the retry-after it reports is enough); throws the 429 of the one that waits
+   * longest. Keys live under the organization (one Redis Cluster slot per call, like `admit`).
+   */
+  enforceAll(organizationId: string, charges: readonly AreaCharge[]): void | Promise<void> {
+    if (charges.length === 0) return;
+    const tag = `{${organizationId}}:`;
+    return this.chargeArea(
+      charges.map((c) => areaEntry(tag + c.key, c.rule)),
+      charges,
+    );
+  }
+
+  /** An organization's setting of an area's per-minute limit (`rate_limits.<setting>`), or its default. */
+  organizationRule(organizationId: string, setting: AreaRateSetting): RateRule {
+    let byOrg = this.areaRules.get(organizationId);
+    if (byOrg === undefined) this.areaRules.set(organizationId, (byOrg = new Map()));
+    let rule = byOrg.get(setting);
+    if (rule === undefined) {
+      const limit = this.orgs.get(organizationId)?.org.rate_limits?.[setting] ?? AREA_RATES_PER_MINUTE[setting];
+      byOrg.set(setting, (rule = { name: setting, limit, windowMs: MINUTE }));
+    }
+    return rule;
   }
 
   close(): Promise<void> {
@@ -213,6 +237,43 @@ export class RateLimits {
   }
 
   // ---- internals ----
+
+  private chargeArea(entries: RateEntry[], charges: readonly AreaCharge[]): void | Promise<void> {
+    const costs = charges.map((c) => c.cost ?? 1);
+    const done = (r: TakeResult) => {
+      if (r.ok) return;
+      let worst = 0;
+      let worstMs = -1;
+      for (let i = 0; i < entries.length; i++) {
+        if (rateConforms(entries[i]!, r.values[i]!, costs[i]!, r.now)) continue;
+        const wait = rateRetryMs(entries[i]!, r.values[i]!, costs[i]!, r.now);
+        if (wait > worstMs) {
+          worstMs = wait;
+          worst = i;
+        }
+      }
+      const { rule, what } = charges[worst]!;
+      const c = areaCheck(entries[worst]!, costs[worst]!, r, worst);
+      this.opts.onReject?.({ limit: rule.name, scope: "area" });
+      const retryable = Number.isFinite(c.retryAfterMs);
+      throw rateLimitError(
+        429,
+        retryable
+          ? `Rate limit reached for ${what}: Limit ${rule.limit}, Used ${rule.limit - c.remaining}, Requested ${costs[worst]}. Please try again in ${formatDuration(c.retryAfterMs)}.`
+          : `Request too large for ${what}: Limit ${rule.limit}, Requested ${costs[worst]}. Split the request into parts of at most ${rule.limit}.`,
+        "requests",
+        "rate_limit_exceeded",
+        retryable ? c.retryAfterMs : undefined,
+      );
+    };
+    let taken: TakeResult | Promise<TakeResult>;
+    try {
+      taken = this.store.take(entries, costs, this.store.kind === "memory" ? this.clock() : undefined);
+    } catch (e) {
+      return this.storeFailed(e);
+    }
+    return taken instanceof Promise ? taken.then(done, (e) => this.storeFailed(e)) : done(taken);
+  }
 
   private isUpload(method: DescMethod): boolean {
     let u = this.uploadMethods.get(method);
@@ -298,6 +359,21 @@ export class RateLimits {
       this.opts.log?.warn({ err: e }, "rate limit store failed; admitting requests without limits");
     }
   }
+}
+
+function areaEntry(key: string, rule: RateRule): RateEntry {
+  return { kind: "rate", key: `x:${key}:${rule.name}`, limit: rule.limit, windowMs: rule.windowMs };
+}
+
+function areaCheck(entry: RateEntry, cost: number, r: TakeResult, i: number): LimitCheck {
+  const tat = r.values[i]!;
+  return {
+    ok: r.ok,
+    limit: entry.limit,
+    remaining: rateRemaining(entry, tat, r.now),
+    resetMs: rateResetMs(tat, r.now),
+    retryAfterMs: r.ok ? 0 : rateRetryMs(entry, tat, cost, r.now),
+  };
 }
 
 function buildPlan(orgId: string, org: LimitedProject | undefined, projectId: string, project: LimitedProject | undefined, now: number): Plan {

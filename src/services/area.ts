@@ -11,6 +11,7 @@ import type { MultipartShape } from "../transport/rest/multipart.js";
 import type { ExpiryHandler } from "../jobs/expiry.js";
 import type { JobHandler, JobRunner, KindOptions } from "../jobs/runner.js";
 import type { ServiceDeps } from "./deps.js";
+import type { RateLimits } from "../limits/index.js";
 
 /** What an area is built from at start-up. */
 export interface AreaContext {
@@ -23,6 +24,11 @@ export interface AreaContext {
   providers: Providers;
   /** The durable job runner: areas enqueue their background work on it. */
   jobs: JobRunner;
+  /**
+   * The rate limiter, for limits an area enforces itself (`enforceAll`, `organizationRule`: the
+   * vector stores' per-store and attached-files rates). Undefined with ATRIUM_RATE_LIMITS=off.
+   */
+  limits?: RateLimits;
 }
 
 /** What an area contributes once built. */

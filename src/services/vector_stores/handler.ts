@@ -11,7 +11,8 @@ import {
   type VectorStoreFileSchema,
   type VectorStoreSchema,
 } from "../../../gen/atrium/v1/vector_stores_pb.js";
-import { scopeOf } from "../../auth/principal.js";
+import { principalOf, scopeOf } from "../../auth/principal.js";
+import type { AreaCharge, RateLimits } from "../../limits/index.js";
 import { invalidParam, missingParam } from "../../common/errors.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
 import type { StoredRecord } from "../../storage/types.js";
@@ -118,7 +119,57 @@ function batchItems(req: CreateFileBatchRequest): AttachItem[] {
   }));
 }
 
-export function createVectorStoresService(vs: VectorStores): ServiceImpl<typeof VectorStoresService> {
+/** Distinct files of an attach (a file named twice is attached once). */
+const distinctFiles = (items: AttachItem[]) => new Set(items.map((i) => i.fileId)).size;
+
+/**
+ * Spec 8's vector-store limits: the /files and /file_batches endpoints of one store share 300
+ * requests per minute (`storeId`), and an organization attaches at most 2,000 files per minute
+ * (`attached`: 1 for a file, N for a batch or a store created with N files). Charged together,
+ * all or nothing, before the call changes anything: a refused call attaches nothing and costs
+ * nothing. Both rates come from the organization's `rate_limits` (src/limits/config.ts).
+ */
+function vectorStoreLimits(limits: RateLimits | undefined) {
+  return (ctx: HandlerContext, storeId: string | undefined, attached = 0): void | Promise<void> => {
+    if (limits === undefined) return;
+    const p = principalOf(ctx);
+    const charges: AreaCharge[] = [];
+    // A store is charged under its project: another project naming the same id spends nothing of it.
+    if (storeId)
+      charges.push({
+        key: `${p.projectId}:${storeId}`,
+        rule: limits.organizationRule(p.organizationId, "vector_store_file_requests_per_minute"),
+        what: `requests per minute to the files and file batches of vector store ${storeId}`,
+      });
+    if (attached > 0)
+      charges.push({
+        key: "",
+        rule: limits.organizationRule(p.organizationId, "vector_store_attached_files_per_minute"),
+        what: `files attached to vector stores per minute in organization ${p.organizationId}`,
+        cost: attached,
+      });
+    return limits.enforceAll(p.organizationId, charges);
+  };
+}
+
+/**
+ * Checks an attach request, then charges the limits. A request that fails the checks still
+ * counts toward its store's requests (failed requests count, spec 8), but attaches no files.
+ */
+async function chargedAttach<T>(limited: ReturnType<typeof vectorStoreLimits>, ctx: HandlerContext, storeId: string | undefined, check: () => T, files: (t: T) => number): Promise<T> {
+  let checked: T;
+  try {
+    checked = check();
+  } catch (e) {
+    await limited(ctx, storeId);
+    throw e;
+  }
+  await limited(ctx, storeId, files(checked));
+  return checked;
+}
+
+export function createVectorStoresService(vs: VectorStores, limits?: RateLimits): ServiceImpl<typeof VectorStoresService> {
+  const limited = vectorStoreLimits(limits);
   const storeOut = async (ctx: HandlerContext, rec: StoredRecord<StoreRecord>) => {
     const v = await vs.view(scopeOf(ctx), rec);
     pollHint(ctx, v.status === "in_progress");
@@ -132,18 +183,22 @@ export function createVectorStoresService(vs: VectorStores): ServiceImpl<typeof 
 
   const batchCalls = {
     async create(req: CreateFileBatchRequest, ctx: HandlerContext) {
-      return batchOut(ctx, await vs.createBatch(scopeOf(ctx), req.vectorStoreId, batchItems(req)));
+      const items = await chargedAttach(limited, ctx, req.vectorStoreId, () => batchItems(req), distinctFiles);
+      return batchOut(ctx, await vs.createBatch(scopeOf(ctx), req.vectorStoreId, items));
     },
     async get(req: { vectorStoreId: string; batchId: string }, ctx: HandlerContext) {
+      await limited(ctx, req.vectorStoreId);
       return batchOut(ctx, await vs.getBatch(scopeOf(ctx), req.vectorStoreId, req.batchId));
     },
     async cancel(req: { vectorStoreId: string; batchId: string }, ctx: HandlerContext) {
+      await limited(ctx, req.vectorStoreId);
       return batchOut(ctx, await vs.cancelBatch(scopeOf(ctx), req.vectorStoreId, req.batchId));
     },
     async listFiles(
       req: { vectorStoreId: string; batchId: string; after?: string; before?: string; limit?: number; order?: string; filter?: string },
       ctx: HandlerContext,
     ) {
+      await limited(ctx, req.vectorStoreId);
       const q = listQuery(req);
       const status = checkStatusFilter(req.filter);
       const page = await runList(q, (q) => vs.listBatchFiles(scopeOf(ctx), req.vectorStoreId, req.batchId, q, status));
@@ -156,13 +211,15 @@ export function createVectorStoresService(vs: VectorStores): ServiceImpl<typeof 
       if (req.fileIds.length > MAX_BATCH_FILES)
         throw invalidParam("file_ids", `At most ${MAX_BATCH_FILES} files can be attached when creating a vector store; got ${req.fileIds.length}.`, "array_above_max_length");
       const chunking = checkChunking(req.chunkingStrategy); // checked even when there are no files to apply it to
-      const rec = await vs.create(scopeOf(ctx), {
+      const input = {
         name: req.name,
         description: req.description,
         metadata: checkMetadataJson(jsonOf(req.metadata)),
         expiresAfter: checkExpiresAfter(req.expiresAfter),
         items: req.fileIds.map((id, i) => ({ fileId: fileIdOf(id, `file_ids[${i}]`), param: `file_ids[${i}]`, attributes: null, chunking })),
-      });
+      };
+      await limited(ctx, undefined, distinctFiles(input.items));
+      const rec = await vs.create(scopeOf(ctx), input);
       return storeOut(ctx, rec);
     },
 
@@ -211,12 +268,18 @@ export function createVectorStoresService(vs: VectorStores): ServiceImpl<typeof 
 
     async createVectorStoreFile(req, ctx) {
       const scope = scopeOf(ctx);
-      const item: AttachItem = {
-        fileId: fileIdOf(req.fileId, "file_id"),
-        param: "file_id",
-        attributes: checkAttributesJson(jsonOf(req.attributes)),
-        chunking: checkChunking(req.chunkingStrategy),
-      };
+      const item: AttachItem = await chargedAttach(
+        limited,
+        ctx,
+        req.vectorStoreId,
+        () => ({
+          fileId: fileIdOf(req.fileId, "file_id"),
+          param: "file_id",
+          attributes: checkAttributesJson(jsonOf(req.attributes)),
+          chunking: checkChunking(req.chunkingStrategy),
+        }),
+        () => 1,
+      );
       const store = await vs.getUsable(scope, req.vectorStoreId);
       await vs.attach(scope, store, [item], await vs.loadFiles(scope, [item]), null);
       const rec = await vs.getFile(scope, req.vectorStoreId, item.fileId);
@@ -225,6 +288,7 @@ export function createVectorStoresService(vs: VectorStores): ServiceImpl<typeof 
     },
 
     async listVectorStoreFiles(req, ctx) {
+      await limited(ctx, req.vectorStoreId);
       const q = listQuery(req);
       const status = checkStatusFilter(req.filter);
       const page = await runList(q, (q) => vs.listFiles(scopeOf(ctx), req.vectorStoreId, q, status));
@@ -232,12 +296,14 @@ export function createVectorStoresService(vs: VectorStores): ServiceImpl<typeof 
     },
 
     async getVectorStoreFile(req, ctx) {
+      await limited(ctx, req.vectorStoreId);
       const rec = await vs.getFile(scopeOf(ctx), req.vectorStoreId, req.fileId);
       pollHint(ctx, rec.data.status === "in_progress");
       return fileMessage(rec.data);
     },
 
     async updateVectorStoreFile(req, ctx) {
+      await limited(ctx, req.vectorStoreId);
       const json = jsonOf(req.attributes);
       if (json === undefined) throw missingParam("attributes");
       const rec = await vs.updateFileAttributes(scopeOf(ctx), req.vectorStoreId, req.fileId, checkAttributesJson(json));
@@ -245,11 +311,13 @@ export function createVectorStoresService(vs: VectorStores): ServiceImpl<typeof 
     },
 
     async deleteVectorStoreFile(req, ctx) {
+      await limited(ctx, req.vectorStoreId);
       await vs.detach(scopeOf(ctx), req.vectorStoreId, req.fileId);
       return { id: req.fileId, object: "vector_store.file.deleted", deleted: true };
     },
 
     async getVectorStoreFileContent(req, ctx) {
+      await limited(ctx, req.vectorStoreId);
       const texts = await vs.fileContent(scopeOf(ctx), req.vectorStoreId, req.fileId);
       return { object: "vector_store.file_content.page", data: texts.map((text) => ({ type: "text", text })), hasMore: false };
     },

@@ -15,7 +15,7 @@ import { EXPIRY_TIMER_KIND, VectorStores, type IngestPayload } from "./vector-st
 
 export const vectorStoresArea: ApiArea = {
   name: "vector_stores",
-  setup: ({ deps, providers, jobs }) => {
+  setup: ({ deps, providers, jobs, limits }) => {
     const index = SqliteSearchIndex.fromStore(deps.records as SqliteRecordStore);
     const ingester = new Ingester(); // its worker starts with the first file
     const vs = new VectorStores(deps, index, jobs, denseSource(providers, denseEnabledFromEnv()), ingester);
@@ -26,7 +26,7 @@ export const vectorStoresArea: ApiArea = {
     // Deleting a File (or its expiry) detaches it from every store.
     onFileDeleted(deps.records, (scope, fileId) => vs.onFileDeleted(scope, fileId));
     return {
-      services: [{ desc: VectorStoresService, impl: createVectorStoresService(vs) }],
+      services: [{ desc: VectorStoresService, impl: createVectorStoresService(vs, limits) }],
       jobs: { [INGEST_JOB_KIND]: { handler: ingestHandler(vs), options: INGEST_OPTIONS } },
       expiry: { [EXPIRY_TIMER_KIND]: (scope, rec) => vs.onExpiryTimer(scope, (rec.data as TimerData).targetId) },
       stop: async () => {
