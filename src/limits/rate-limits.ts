@@ -36,7 +36,7 @@ import {
 } from "./config.js";
 import { formatDuration } from "./duration.js";
 import { rateConforms, rateRemaining, rateResetMs, rateRetryMs, type LimitEntry, type LimitStore, type RateEntry, type TakeResult } from "./store.js";
-import { tokenMeter } from "./tokens.js";
+import { tokenMeter, type TokenMeter } from "./tokens.js";
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -91,6 +91,10 @@ interface PlanEntry {
 interface Plan {
   entries: LimitEntry[];
   meta: PlanEntry[];
+  /** The costs of a call that spends no tokens (most calls): 1 per request entry, 0 elsewhere. */
+  unitCosts: number[];
+  /** String(limit) per entry, for the x-ratelimit-limit-* headers. */
+  limitText: string[];
   requests: number[];
   tokens: number[];
   projectTokens: number[];
@@ -136,7 +140,7 @@ export class RateLimits {
   private orgs = new Map<string, { org: LimitedProject; projects: Map<string, LimitedProject> }>();
   /** organization → project → plan. */
   private plans = new Map<string, Map<string, Plan>>();
-  private readonly uploadMethods = new WeakMap<DescMethod, boolean>();
+  private readonly methodKinds = new WeakMap<DescMethod, { upload: boolean; meter: TokenMeter | null }>();
   /** organization → area setting → rule, rebuilt on configure(). */
   private areaRules = new Map<string, Map<AreaRateSetting, RateRule>>();
   private readonly clock: () => number;
@@ -167,13 +171,14 @@ export class RateLimits {
   admit(p: Principal, method: DescMethod, request: unknown, headers: Headers): void | Promise<void> {
     const now = this.clock();
     let plan = this.planFor(p.organizationId, p.projectId, now);
-    if (this.isUpload(method)) plan = withUpload(plan, p, this.orgs.get(p.organizationId)?.org.rate_limits?.uploads_per_minute ?? UPLOADS_PER_MINUTE_PER_USER);
-    const meter = tokenMeter(method);
-    const tokens = meter === null ? 0 : meter(request);
-    const costs = new Array<number>(plan.entries.length);
-    for (let i = 0; i < costs.length; i++) {
-      const role = plan.meta[i]!.role;
-      costs[i] = role === "requests" || role === "upload" ? 1 : tokens;
+    const kind = this.methodKind(method);
+    if (kind.upload) plan = withUpload(plan, p, this.orgs.get(p.organizationId)?.org.rate_limits?.uploads_per_minute ?? UPLOADS_PER_MINUTE_PER_USER);
+    const tokens = kind.meter === null ? 0 : kind.meter(request);
+    // The plan's own array when no tokens are spent: no allocation on the common path (the stores only read it).
+    let costs = plan.unitCosts;
+    if (tokens !== 0) {
+      costs = new Array<number>(plan.entries.length);
+      for (let i = 0; i < costs.length; i++) costs[i] = plan.unitCosts[i] === 1 ? 1 : tokens;
     }
     let taken: TakeResult | Promise<TakeResult>;
     try {
@@ -275,10 +280,11 @@ export class RateLimits {
     return taken instanceof Promise ? taken.then(done, (e) => this.storeFailed(e)) : done(taken);
   }
 
-  private isUpload(method: DescMethod): boolean {
-    let u = this.uploadMethods.get(method);
-    if (u === undefined) this.uploadMethods.set(method, (u = UPLOAD_METHODS.has(`${method.parent.typeName}.${method.name}`)));
-    return u;
+  /** Whether the method uploads (spec 8's upload rate) and how it spends tokens, looked up once per method. */
+  private methodKind(method: DescMethod): { upload: boolean; meter: TokenMeter | null } {
+    let k = this.methodKinds.get(method);
+    if (k === undefined) this.methodKinds.set(method, (k = { upload: UPLOAD_METHODS.has(`${method.parent.typeName}.${method.name}`), meter: tokenMeter(method) }));
+    return k;
   }
 
   private planFor(orgId: string, projectId: string, now: number): Plan {
@@ -377,11 +383,13 @@ function areaCheck(entry: RateEntry, cost: number, r: TakeResult, i: number): Li
 }
 
 function buildPlan(orgId: string, org: LimitedProject | undefined, projectId: string, project: LimitedProject | undefined, now: number): Plan {
-  const plan: Plan = { entries: [], meta: [], requests: [], tokens: [], projectTokens: [], validUntil: Infinity };
+  const plan: Plan = { entries: [], meta: [], unitCosts: [], limitText: [], requests: [], tokens: [], projectTokens: [], validUntil: Infinity };
   const tag = `{${orgId}}`;
   const add = (entry: LimitEntry, meta: PlanEntry) => {
     const i = plan.entries.push(entry) - 1;
     plan.meta.push(meta);
+    plan.unitCosts.push(meta.role === "requests" ? 1 : 0);
+    plan.limitText.push(String(entry.limit));
     if (meta.role === "requests") plan.requests.push(i);
     else if (meta.role === "tokens") plan.tokens.push(i);
     else if (meta.role === "project-tokens") plan.projectTokens.push(i);
@@ -422,36 +430,41 @@ function withUpload(plan: Plan, p: Principal, perMinute: number): Plan {
     ...plan,
     entries: [...plan.entries, { kind: "rate", key: `{${p.organizationId}}:u:${p.credentialId}:uploads`, limit: perMinute, windowMs: MINUTE }],
     meta: [...plan.meta, { role: "upload", scope: "user", owner: p.credentialId }],
+    unitCosts: [...plan.unitCosts, 1],
+    limitText: [...plan.limitText, String(perMinute)],
   };
 }
 
-/** Of the rate entries `idx`, the one with the least left (on a tie, the longer reset). */
-function binding(plan: Plan, idx: number[], r: TakeResult): { limit: number; remaining: number; resetMs: number } | undefined {
-  let best: { limit: number; remaining: number; resetMs: number } | undefined;
-  for (const i of idx) {
-    const e = plan.entries[i] as RateEntry;
-    const remaining = rateRemaining(e, r.values[i]!, r.now);
+/**
+ * One x-ratelimit-* trio: of the rate entries `idx`, the one with the least left (on a tie, the
+ * longer reset). Runs on every call, so it allocates nothing but the header strings.
+ */
+function writeTrio(plan: Plan, idx: number[], r: TakeResult, headers: Headers, limitName: string, remainingName: string, resetName: string) {
+  let best = -1;
+  let bestRemaining = 0;
+  let bestReset = 0;
+  for (let j = 0; j < idx.length; j++) {
+    const i = idx[j]!;
+    const remaining = rateRemaining(plan.entries[i] as RateEntry, r.values[i]!, r.now);
     const resetMs = rateResetMs(r.values[i]!, r.now);
-    if (best === undefined || remaining < best.remaining || (remaining === best.remaining && resetMs > best.resetMs)) best = { limit: e.limit, remaining, resetMs };
+    if (best < 0 || remaining < bestRemaining || (remaining === bestRemaining && resetMs > bestReset)) {
+      best = i;
+      bestRemaining = remaining;
+      bestReset = resetMs;
+    }
   }
-  return best;
+  if (best < 0) return;
+  const limitText = plan.limitText[best]!;
+  headers.set(limitName, limitText);
+  // A limit nothing was charged to (the tokens of most calls) reads back its own text.
+  headers.set(remainingName, bestRemaining === plan.entries[best]!.limit ? limitText : String(bestRemaining));
+  headers.set(resetName, formatDuration(bestReset));
 }
 
 function writeHeaders(plan: Plan, r: TakeResult, headers: Headers) {
-  const req = binding(plan, plan.requests, r)!;
-  headers.set("x-ratelimit-limit-requests", String(req.limit));
-  headers.set("x-ratelimit-remaining-requests", String(req.remaining));
-  headers.set("x-ratelimit-reset-requests", formatDuration(req.resetMs));
-  const tok = binding(plan, plan.tokens, r)!;
-  headers.set("x-ratelimit-limit-tokens", String(tok.limit));
-  headers.set("x-ratelimit-remaining-tokens", String(tok.remaining));
-  headers.set("x-ratelimit-reset-tokens", formatDuration(tok.resetMs));
-  const proj = binding(plan, plan.projectTokens, r);
-  if (proj) {
-    headers.set("x-ratelimit-limit-project-tokens", String(proj.limit));
-    headers.set("x-ratelimit-remaining-project-tokens", String(proj.remaining));
-    headers.set("x-ratelimit-reset-project-tokens", formatDuration(proj.resetMs));
-  }
+  writeTrio(plan, plan.requests, r, headers, "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests");
+  writeTrio(plan, plan.tokens, r, headers, "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens");
+  writeTrio(plan, plan.projectTokens, r, headers, "x-ratelimit-limit-project-tokens", "x-ratelimit-remaining-project-tokens", "x-ratelimit-reset-project-tokens");
 }
 
 /**

@@ -64,9 +64,20 @@ export interface RedisLimitStoreOptions {
 
 type TakeCommand = (numKeys: number, ...args: Array<string | number>) => Promise<string[] | [number, ...string[]]>;
 
+/** The script's arguments with the per-call slots (now, each cost) left empty. */
+function fixedArgs(prefix: string, entries: readonly LimitEntry[]): string[] {
+  const args: string[] = [];
+  for (const e of entries) args.push(prefix + e.key);
+  args.push("");
+  // Numbers as JS writes them: the shortest string that reads back as the same double.
+  for (const e of entries) args.push(e.kind === "rate" ? "r" : "q", String(e.limit), String(e.kind === "rate" ? e.windowMs : e.expiresAt), "");
+  return args;
+}
+
 export class RedisLimitStore implements LimitStore {
   readonly kind = "redis" as const;
   readonly prefix: string;
+  private readonly argsOf = new WeakMap<readonly LimitEntry[], string[]>();
 
   private constructor(
     readonly client: Redis,
@@ -101,15 +112,14 @@ export class RedisLimitStore implements LimitStore {
   }
 
   async take(entries: readonly LimitEntry[], costs: readonly number[], now?: number): Promise<TakeResult> {
-    const args: Array<string | number> = [];
-    for (const e of entries) args.push(this.prefix + e.key);
-    args.push(now === undefined ? "" : String(now));
-    for (let i = 0; i < entries.length; i++) {
-      const e = entries[i]!;
-      // Numbers as JS writes them: the shortest string that reads back as the same double.
-      if (e.kind === "rate") args.push("r", String(e.limit), String(e.windowMs), String(costs[i]));
-      else args.push("q", String(e.limit), String(e.expiresAt), String(costs[i]));
-    }
+    // The keys and each entry's kind, limit and span depend on the entries only: built once per
+    // entries array (RateLimits keeps one per organization and project), then copied per call.
+    let fixed = this.argsOf.get(entries);
+    if (fixed === undefined) this.argsOf.set(entries, (fixed = fixedArgs(this.prefix, entries)));
+    const args = fixed.slice();
+    const n = entries.length;
+    args[n] = now === undefined ? "" : String(now);
+    for (let i = 0; i < n; i++) args[n + 4 + i * 4] = String(costs[i]);
     const out = (await (this.client as unknown as { atriumTake: TakeCommand }).atriumTake(entries.length, ...args)) as Array<number | string>;
     const values = new Array<number>(entries.length);
     for (let i = 0; i < entries.length; i++) values[i] = Number(out[i + 2]);
