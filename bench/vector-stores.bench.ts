@@ -25,7 +25,7 @@
  * Servers run in this process (so the bench can reach their database); the client shares their
  * event loop, which makes the loop measurements conservative.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -68,7 +68,12 @@ async function server(env: Record<string, string> = {}): Promise<Server> {
   const saved = { ...process.env };
   Object.assign(process.env, env); // the area reads ATRIUM_VECTOR_STORES_DENSE at set-up
   try {
-    const cfg = configFromEnv({ ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: "0", ATRIUM_DATA_DIR: dir, ATRIUM_API_KEY: KEY });
+    // Limits far above the bench's own traffic (its pollers call /file_batches every 20 ms, past
+    // the default 300 per store per minute): every request takes the limiter's path, none is refused.
+    const limits = join(dir, "limits.json");
+    const lifted = { requests_per_minute: 1e9, tokens_per_minute: 1e9, uploads_per_minute: 1e9, vector_store_file_requests_per_minute: 1e9, vector_store_attached_files_per_minute: 1e9 };
+    writeFileSync(limits, JSON.stringify({ organizations: [{ id: "org-default", rate_limits: lifted, projects: [{ id: "proj_default" }] }] }));
+    const cfg = configFromEnv({ ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: "0", ATRIUM_DATA_DIR: dir, ATRIUM_API_KEY: KEY, ATRIUM_CONFIG: limits });
     const s = await startServer(cfg, { logger: pino({ level: "silent" }) });
     const client = new OpenAI({ apiKey: KEY, baseURL: `${s.url}/v1`, maxRetries: 0, timeout: 600_000 });
     return {
