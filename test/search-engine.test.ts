@@ -636,6 +636,56 @@ describe("HNSW graph kept beside the database, and changes from another connecti
   });
 });
 
+describe("write upkeep off the writing transaction: FTS merges in steps, WAL checkpoints in a worker", () => {
+  it("many small writes end in few FTS segments (automerge off, the index merges), ranked as after a full optimize; the worker checkpoints the log", async () => {
+    const { store, file } = openStore();
+    const index = new SqliteSearchIndex(store.db, { indexDir: null });
+    const corpus = smallCorpus();
+    // 300 one-chunk writes: each commit adds an FTS segment.
+    for (let i = 0; i < 300; i++) {
+      const c = corpus[i % corpus.length]!;
+      await index.addChunks("vs_m", [{ ...c, chunkId: `m${i}`, index: i, text: `${c.text} extra${i % 7} item${i}` }]);
+    }
+    const ord = store.db.prepare(`SELECT ord FROM search_stores WHERE store_id = 'vs_m'`).pluck().get() as number;
+    const t = `search_fts_${ord}`;
+    const config = Object.fromEntries(store.db.prepare(`SELECT k, v FROM ${t}_config WHERE k IN ('automerge', 'crisismerge')`).raw().all() as Array<[string, number]>);
+    expect(config).toEqual({ automerge: 0, crisismerge: 64 });
+    // Without the index's merge steps, 300 commits under a crisis merge at 64 leave ~48 segments.
+    const segments = store.db.prepare(`SELECT count(DISTINCT segid) FROM ${t}_idx`).pluck().get() as number;
+    expect(segments).toBeLessThan(20);
+
+    const queries = ["Atrium notes extra3", "running fast item17", "runs slowly extra5 part"];
+    const ranked = async () => Promise.all(queries.map(async (q) => (await index.search("vs_m", { text: [q], limit: 20, mode: "lexical" })).map((h) => [h.chunkId, h.score])));
+    const before = await ranked();
+    expect(before.every((r) => r.length === 20)).toBe(true);
+    store.db.exec(`INSERT INTO ${t} (${t}) VALUES ('optimize')`);
+    expect(await ranked()).toEqual(before);
+
+    // The checkpoint worker copied the log into the database file: a copy of that file alone
+    // (no -wal beside it) holds the chunks.
+    for (let i = 0; i < 400 && (index.walCheckpoints()!.done === 0 || index.walCheckpoints()!.busy); i++) await new Promise((r) => setTimeout(r, 25));
+    const cp = index.walCheckpoints()!;
+    expect(cp).toMatchObject({ lastError: null, busy: false });
+    expect(cp.done).toBeGreaterThan(0);
+    expect(cp.last!.copied).toBeGreaterThan(0);
+    const copy = `${file}.copy`;
+    fs.copyFileSync(file, copy);
+    const alone = new Database(copy);
+    expect(alone.prepare(`SELECT count(*) FROM search_chunks WHERE store_id = 'vs_m'`).pluck().get()).toBeGreaterThan(0);
+    alone.close();
+    await index.close();
+    await store.close();
+  });
+
+  it("an in-memory database has no checkpoint worker", async () => {
+    const store = openSqliteRecordStore(":memory:");
+    const index = SqliteSearchIndex.fromStore(store);
+    expect(index.walCheckpoints()).toBeNull();
+    await index.close();
+    await store.close();
+  });
+});
+
 // ---------- the validator ----------
 
 describe("validateFilter", () => {

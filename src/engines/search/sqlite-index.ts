@@ -29,6 +29,7 @@ import { registerMigration, type SqliteRecordStore } from "../../storage/sqlite-
 import { DenseStore, type AnnState, type DenseHit, type DenseOptions } from "./dense.js";
 import { fuse, type Ranked } from "./fusion.js";
 import { ftsExpression, queryTerms } from "./text.js";
+import { WalCheckpointer, type CheckpointResult } from "./wal-checkpointer.js";
 import type {
   AttributeValue,
   Attributes,
@@ -91,6 +92,18 @@ export const SEARCH_MIGRATION_SQL = `
 /** The FTS5 table of one store (see the top of this file). */
 const ftsTable = (ord: number) => `search_fts_${ord}`;
 const FTS_TOKENIZER = "porter unicode61 remove_diacritics 2";
+/**
+ * FTS5 merges its segment b-trees inside the writing transaction (automerge), and a merge of the
+ * higher levels rewrites megabytes at once: 15-50 ms on the event loop every 16th or 64th write
+ * of an ingestion. So the tables run with automerge off and the index merges itself: after each
+ * write, once the event loop has had a turn, one bounded step (`'merge', N` pages, N in
+ * proportion to what was written: 1-6 ms) in a transaction of its own. The crisis merge (all of
+ * a level's segments at once) stays as the backstop, at 64 segments instead of 16.
+ */
+const FTS_SETTINGS = { automerge: 0, crisismerge: 64 };
+/** Merge pages per byte of text written, and the least a step does. */
+const MERGE_PAGES_PER_BYTE = 1 / 512;
+const MIN_MERGE_PAGES = 64;
 
 registerMigration(SEARCH_MIGRATION_ID, SEARCH_MIGRATION_SQL);
 
@@ -119,6 +132,11 @@ export interface SqliteSearchOptions {
    * terms, which BM25 weighs least, are left out (README.md, "Lexical").
    */
   lexicalBudget?: number;
+  /**
+   * Checkpoint the write-ahead log in a worker thread while the index writes (wal-checkpointer.ts;
+   * default true for a database file in WAL mode).
+   */
+  walCheckpoints?: boolean;
 }
 
 /** What the dense cache of a store looks like (diagnostics, tests, benchmarks). */
@@ -147,6 +165,7 @@ interface FtsStatements {
   remove: Database.Statement;
   count: Database.Statement;
   search: Database.Statement;
+  merge: Database.Statement;
 }
 
 interface DenseEntry {
@@ -248,6 +267,9 @@ export class SqliteSearchIndex implements SearchIndex {
   // Statements per store FTS table, most recently used last (bounded: one table per store).
   private readonly ftsCache = new Map<number, FtsStatements>();
   private closed = false;
+  // FTS tables given FTS_SETTINGS by this process (tables made before them get them at their next write).
+  private readonly ftsTuned = new Set<number>();
+  private readonly checkpointer: WalCheckpointer | null;
 
   private readonly sStore: Database.Statement;
   private readonly sEnsureStore: Database.Statement;
@@ -290,6 +312,8 @@ export class SqliteSearchIndex implements SearchIndex {
     this.candidates = opts.candidates ?? defaultCandidates;
     this.rrfK = opts.rrfK ?? 60;
     this.lexicalBudget = opts.lexicalBudget ?? 10_000;
+    const wal = fileDb && String(db.pragma("journal_mode", { simple: true })).toLowerCase() === "wal";
+    this.checkpointer = wal && opts.walCheckpoints !== false ? new WalCheckpointer(db.name) : null;
 
     this.sStore = db.prepare(`SELECT ord, dim, version, chunks, bytes FROM search_stores WHERE store_id = ?`);
     this.sEnsureStore = db.prepare(`INSERT INTO search_stores (store_id) VALUES (?) ON CONFLICT (store_id) DO NOTHING`);
@@ -351,6 +375,7 @@ export class SqliteSearchIndex implements SearchIndex {
         );
       }
       const fts = this.fts((this.sStore.get(storeId) as StoreRow).ord);
+      this.tuneFts((this.sStore.get(storeId) as StoreRow).ord);
       if (dim !== null) {
         this.sSetDim.run(dim, storeId);
         const stored = (this.sStore.get(storeId) as StoreRow).dim;
@@ -385,6 +410,7 @@ export class SqliteSearchIndex implements SearchIndex {
       return { ord, version, ops };
     }).immediate();
     this.applyDense(storeId, ord, version, ops);
+    await this.afterWrite(ord, rows.reduce((n, r) => n + r.bytes, 0));
   }
 
   async removeFile(storeId: string, fileId: string): Promise<void> {
@@ -401,9 +427,11 @@ export class SqliteSearchIndex implements SearchIndex {
       }
       const bytes = removed.reduce((s, [, b]) => s + b, 0);
       const version = this.sBump.get(-removed.length, -bytes, storeId) as number;
-      return { ord: store.ord, version, ops: removed.map(([id]) => ({ remove: id })) };
+      return { ord: store.ord, version, ops: removed.map(([id]) => ({ remove: id })), bytes };
     }).immediate();
-    if (done) this.applyDense(storeId, done.ord, done.version, done.ops);
+    if (!done) return;
+    this.applyDense(storeId, done.ord, done.version, done.ops);
+    await this.afterWrite(done.ord, done.bytes);
   }
 
   async updateAttributes(storeId: string, fileId: string, attributes: Attributes): Promise<void> {
@@ -422,6 +450,7 @@ export class SqliteSearchIndex implements SearchIndex {
       const ord = this.db.prepare(`DELETE FROM search_stores WHERE store_id = ? RETURNING ord`).pluck().get(storeId) as number | undefined;
       if (ord !== undefined) {
         this.ftsCache.delete(ord);
+        this.ftsTuned.delete(ord);
         this.db.exec(`DROP TABLE IF EXISTS ${ftsTable(ord)}`);
       }
       return ord;
@@ -442,6 +471,30 @@ export class SqliteSearchIndex implements SearchIndex {
   async stats(storeId: string): Promise<IndexStats> {
     const row = this.sStore.get(storeId) as StoreRow | undefined;
     return { chunks: row?.chunks ?? 0, bytes: row?.bytes ?? 0 };
+  }
+
+  private tuneFts(ord: number): void {
+    if (this.ftsTuned.has(ord)) return;
+    const t = ftsTable(ord);
+    // Integers in the SQL text: FTS5 refuses a configuration value bound as a double.
+    for (const [key, value] of Object.entries(FTS_SETTINGS)) this.db.exec(`INSERT INTO ${t} (${t}, rank) VALUES ('${key}', ${value})`);
+    this.ftsTuned.add(ord);
+  }
+
+  /**
+   * The work a write leaves for later, each part after a turn of the event loop: one FTS merge
+   * step (FTS_SETTINGS) and a WAL checkpoint in the checkpoint worker.
+   */
+  private async afterWrite(ord: number, bytes: number): Promise<void> {
+    await new Promise((r) => setImmediate(r));
+    if (this.closed) return;
+    try {
+      this.fts(ord).merge.run(Math.max(MIN_MERGE_PAGES, Math.ceil(bytes * MERGE_PAGES_PER_BYTE)));
+    } catch {
+      // The store was dropped meanwhile, or another process holds the write lock: the next
+      // write's step does this one's work too (and the crisis merge bounds the backlog).
+    }
+    this.checkpointer?.afterWrite();
   }
 
   private writeAttributes(storeId: string, fileId: string, attributes: Attributes): void {
@@ -641,6 +694,7 @@ export class SqliteSearchIndex implements SearchIndex {
         count: this.db.prepare(`SELECT count(*) FROM (SELECT rowid FROM ${t} WHERE ${t} MATCH ? LIMIT ?)`).pluck(),
         // bm25() is negative, best first ascending; ties by rowid (insertion order).
         search: this.db.prepare(`SELECT rowid FROM ${t} WHERE ${t} MATCH ? ORDER BY bm25(${t}), rowid LIMIT ?`).pluck(),
+        merge: this.db.prepare(`INSERT INTO ${t} (${t}, rank) VALUES ('merge', ?)`),
       };
       if (this.ftsCache.size >= 64) this.ftsCache.delete(this.ftsCache.keys().next().value!);
     }
@@ -714,6 +768,12 @@ export class SqliteSearchIndex implements SearchIndex {
     };
   }
 
+  /** The WAL checkpoint worker's record; null when it is off (an in-memory database, or `walCheckpoints: false`). */
+  walCheckpoints(): { done: number; busy: boolean; last: CheckpointResult | null; lastError: string | null } | null {
+    const c = this.checkpointer;
+    return c && { done: c.done, busy: c.busy, last: c.last, lastError: c.lastError };
+  }
+
   /**
    * Loads a store's dense cache now (instead of on its first search) and waits for background
    * graph work (builds, drains) of every loaded store to finish. For tests, benchmarks and warm-up.
@@ -733,5 +793,6 @@ export class SqliteSearchIndex implements SearchIndex {
   async close(): Promise<void> {
     this.closed = true;
     for (const id of [...this.dense.keys()]) this.discard(id);
+    await this.checkpointer?.close();
   }
 }
