@@ -219,6 +219,37 @@ describe("files and batches through the official SDK", () => {
     const again = await client.vectorStores.files.createAndPoll(big.id, { file_id: [...failedIds][0]! }, { pollIntervalMs: 50 });
     expect(again).toMatchObject({ status: "completed", last_error: null });
   });
+
+  it("createAndPoll ends after a cancel: the batch poller cancelled mid-poll, the file poller of a member attached again meanwhile", async () => {
+    const big = await client.vectorStores.create({ name: "cancel-poll" });
+    const ids = [];
+    for (let i = 0; i < 16; i++) ids.push(await upload(client, longText(200 + i, 40), `poll${i}.txt`));
+    // A client that reports what its create requests returned, while its createAndPoll polls on.
+    let created!: (id: string) => void;
+    let attached!: () => void;
+    const batchId = new Promise<string>((r) => (created = r));
+    const reattached = new Promise<void>((r) => (attached = r));
+    const watching = sdk(s.baseURL, undefined, {
+      fetch: async (url: string | URL | Request, init?: RequestInit) => {
+        const res = await fetch(url, init);
+        if (init?.method === "POST" && String(url).endsWith(`/vector_stores/${big.id}/file_batches`)) created(((await res.clone().json()) as { id: string }).id);
+        if (init?.method === "POST" && String(url).endsWith(`/vector_stores/${big.id}/files`)) attached();
+        return res;
+      },
+    });
+    const batchPoll = watching.vectorStores.fileBatches.createAndPoll(big.id, { file_ids: ids }, { pollIntervalMs: 50 });
+    const id = await batchId;
+    // The last member is attached again on its own: that attachment is not the batch's, so the cancel leaves it be.
+    const filePoll = watching.vectorStores.files.createAndPoll(big.id, { file_id: ids[15]! }, { pollIntervalMs: 50 });
+    await reattached;
+    expect((await client.vectorStores.fileBatches.cancel(id, { vector_store_id: big.id })).status).toBe("cancelled");
+    const [batch, file] = await Promise.all([batchPoll, filePoll]);
+    expect(batch).toMatchObject({ id, status: "cancelled", file_counts: { in_progress: 0 } });
+    expect(file).toMatchObject({ id: ids[15], status: "completed", last_error: null });
+    // uploadAndPoll into the same store after the cancel ends too.
+    const late = await client.vectorStores.files.uploadAndPoll(big.id, await toFile(Buffer.from(longText(300, 3)), "late.txt"), { pollIntervalMs: 50 });
+    expect(late.status).toBe("completed");
+  });
 });
 
 describe("search", () => {
