@@ -34,6 +34,8 @@ interface IngestCheckpoint {
  * holds the event loop only briefly.
  */
 const BATCH = 16;
+/** Embedding calls in flight per job, ahead of the batch being indexed. */
+const EMBED_AHEAD = 2;
 const MAX_ATTEMPTS = 4;
 
 export const INGEST_OPTIONS: KindOptions = {
@@ -108,27 +110,43 @@ async function ingest(vs: VectorStores, ctx: JobContext<IngestPayload, IngestChe
   const { chunks } = await vs.ingester.parse(bytes, file.filename, file.chunking, { signal: ctx.signal });
   if (chunks.length === 0) throw new IngestError("invalid_file", `No text could be extracted from ${file.filename}.`);
 
-  // Embedding of the next batch runs (in the provider's workers) while this one is indexed.
-  const embed = (from: number) => {
-    if (!dense || from >= chunks.length) return Promise.resolve(undefined);
-    const texts = chunks.slice(from, from + BATCH).map((c) => c.text);
-    const p = embedTexts(dense, texts, ctx.signal);
-    p.catch(() => {}); // awaited below; never an unhandled rejection if abandoned
-    return p;
+  // Embedding runs EMBED_AHEAD batches ahead of indexing (in the provider's workers): when the
+  // embedder finishes a batch, the next one is already queued, whatever the indexing and the
+  // checkpoints take on the main thread meanwhile. Embeddings still queued when the job stops
+  // early (detached, cancelled, failed) are withdrawn.
+  const start = ctx.job.checkpoint?.indexed ?? 0;
+  const stop = new AbortController();
+  const signal = AbortSignal.any([ctx.signal, stop.signal]);
+  const ahead: Array<Promise<Float32Array[] | undefined>> = [];
+  let embedFrom = start;
+  const embedAhead = () => {
+    for (; ahead.length < EMBED_AHEAD && embedFrom < chunks.length; embedFrom += BATCH) {
+      if (!dense) {
+        ahead.push(Promise.resolve(undefined));
+        continue;
+      }
+      const p = embedTexts(dense, chunks.slice(embedFrom, embedFrom + BATCH).map((c) => c.text), signal);
+      p.catch(() => {}); // awaited below; never an unhandled rejection if abandoned
+      ahead.push(p);
+    }
   };
-  let next = embed(ctx.job.checkpoint?.indexed ?? 0);
-  for (let from = ctx.job.checkpoint?.indexed ?? 0; from < chunks.length; from += BATCH) {
-    const vectors = await next;
-    next = embed(from + BATCH);
-    // Attributes are read now, not at the start: an update during ingestion must not be undone.
-    const at = await vs.attachment(scope, { storeId, fileId, attachId: file.attachId });
-    if (at.state !== "current") return standDown(vs, scope, { storeId, fileId, attachId: file.attachId });
-    const attributes = at.record.data.attributes ?? {};
-    await vs.index.addChunks(storeId, chunks.slice(from, from + BATCH).map((c, i): ChunkInput => chunkInput(fileId, c, attributes, vectors?.[i])));
-    await ctx.checkpoint({ indexed: Math.min(chunks.length, from + BATCH) });
-    // Every await above may resolve at once (SQLite is synchronous): without this, a lexical-only
-    // file would be indexed in one unbroken run of microtasks, holding the event loop throughout.
-    await setImmediate();
+  try {
+    for (let from = start; from < chunks.length; from += BATCH) {
+      embedAhead();
+      const vectors = await ahead.shift()!;
+      embedAhead();
+      // Attributes are read now, not at the start: an update during ingestion must not be undone.
+      const at = await vs.attachment(scope, { storeId, fileId, attachId: file.attachId });
+      if (at.state !== "current") return await standDown(vs, scope, { storeId, fileId, attachId: file.attachId });
+      const attributes = at.record.data.attributes ?? {};
+      await vs.index.addChunks(storeId, chunks.slice(from, from + BATCH).map((c, i): ChunkInput => chunkInput(fileId, c, attributes, vectors?.[i])));
+      await ctx.checkpoint({ indexed: Math.min(chunks.length, from + BATCH) });
+      // Every await above may resolve at once (SQLite is synchronous): without this, a lexical-only
+      // file would be indexed in one unbroken run of microtasks, holding the event loop throughout.
+      await setImmediate();
+    }
+  } finally {
+    stop.abort(new Error("the ingestion stopped"));
   }
 
   const usageBytes = chunks.reduce((n, c) => n + Buffer.byteLength(c.text) + (dense ? 4 * vectorLength(dense) : 0), 0);
