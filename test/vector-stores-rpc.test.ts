@@ -9,7 +9,7 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { VectorStoresService } from "../gen/atrium/v1/vector_stores_pb.js";
 import { API_KEY, KEYS, startTestServer, type TestServer } from "./helpers/server.js";
 import { as, expectRpcError, registry, restUpload } from "./helpers/rpc.js";
-import { TOPICS } from "./helpers/vector-stores.js";
+import { TOPICS, longText } from "./helpers/vector-stores.js";
 
 const value = (json: JsonValue) => fromJson(ValueSchema, json);
 const me = as(API_KEY);
@@ -92,6 +92,63 @@ describe.each(transports)("%s", (_name, make) => {
     expect(files.data.map((f) => f.id).sort()).toEqual(fileIds.slice(0, 2).sort());
     // Nothing left to stop: the batch stays completed.
     expect((await c.cancelFileBatch({ vectorStoreId: vs.id, batchId: b.id }, me)).status).toBe("completed");
+  });
+
+  it("every filter operator and nested compounds, a paraphrase and expiry: the same answers as REST", async () => {
+    const attrs: JsonValue[] = [{ region: "eu", year: 2020, draft: false }, { region: "us", year: 2021, draft: true }, { region: "eu", year: 2022, draft: true }, { year: "2022" }];
+    const vs = await c.createVectorStore({ name: "rpc-filters", expiresAfter: { anchor: "last_active_at", days: 2 } }, me);
+    expect(vs.expiresAfter).toMatchObject({ anchor: "last_active_at", days: 2 });
+    expect(vs.expiresAt).toBe(vs.lastActiveAt! + 2n * 86400n);
+    for (const [i, fileId] of fileIds.entries()) await c.createVectorStoreFile({ vectorStoreId: vs.id, fileId, attributes: value(attrs[i]!) }, me);
+    for (const fileId of fileIds) expect((await waitFile(c, vs.id, fileId)).status).toBe("completed");
+    const query = TOPICS.slice(0, 4).map((t) => t.split(" ").slice(0, 6).join(" "));
+    const rest = async (body: Record<string, unknown>) => {
+      const res = await fetch(`${s.baseURL}/vector_stores/${vs.id}/search`, { method: "POST", headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { data: Array<{ file_id: string; score: number }> }).data.map((d) => [d.file_id, d.score]);
+    };
+    const rpc = async (body: { query: JsonValue; filters?: JsonValue; max_num_results: number }) =>
+      (await c.searchVectorStore({ vectorStoreId: vs.id, query: value(body.query), maxNumResults: body.max_num_results, ...(body.filters !== undefined && { filters: value(body.filters) }) }, me)).data.map((d) => [d.fileId, d.score]);
+    const filters: Array<[JsonValue, number[]]> = [
+      [{ type: "eq", key: "region", value: "eu" }, [0, 2]],
+      [{ type: "ne", key: "region", value: "eu" }, [1, 3]],
+      [{ type: "gt", key: "year", value: 2020 }, [1, 2]],
+      [{ type: "gte", key: "year", value: 2021 }, [1, 2]],
+      [{ type: "lt", key: "year", value: 2021 }, [0]],
+      [{ type: "lte", key: "year", value: 2021 }, [0, 1]],
+      [{ type: "in", key: "year", value: [2020, 2022] }, [0, 2]],
+      [{ type: "nin", key: "region", value: ["us"] }, [0, 2, 3]],
+      [{ type: "eq", key: "draft", value: true }, [1, 2]],
+      [{ type: "eq", key: "year", value: "2022" }, [3]],
+      [{ type: "or", filters: [{ type: "and", filters: [{ type: "eq", key: "region", value: "eu" }, { type: "eq", key: "draft", value: false }] }, { type: "eq", key: "region", value: "us" }] }, [0, 1]],
+    ];
+    for (const [f, want] of filters) {
+      const body = { query, filters: f, max_num_results: 50 };
+      const got = await rpc(body);
+      expect(got, JSON.stringify(f)).toEqual(await rest(body));
+      expect([...new Set(got.map(([id]) => fileIds.indexOf(id as string)))].sort(), JSON.stringify(f)).toEqual(want);
+    }
+    // A question sharing no keyword with its document (TOPICS[2]: Jupiter) ranks it first on both.
+    const paraphrase = { query: "Which is the biggest world circling our sun?", max_num_results: 4 };
+    expect(await rpc(paraphrase)).toEqual(await rest(paraphrase));
+    expect((await rpc(paraphrase))[0]![0]).toBe(fileIds[2]);
+  });
+
+  it("cancelling a batch in progress: the batch ends cancelled, its outstanding files failed", async () => {
+    const vs = await c.createVectorStore({ name: "rpc-cancel" }, me);
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push((await restUpload(s.baseURL, API_KEY, `long${i}.txt`, "assistants", Buffer.from(longText(400 + i, 40)))).id);
+    const b = await c.createFileBatch({ vectorStoreId: vs.id, fileIds: ids }, me);
+    const cancelled = await c.cancelFileBatch({ vectorStoreId: vs.id, batchId: b.id }, me);
+    expect(cancelled.status).toBe("cancelled");
+    const statuses = await Promise.all(ids.map(async (id) => (await waitFile(c, vs.id, id)).status));
+    expect(statuses.every((st) => st === "completed" || st === "failed")).toBe(true);
+    expect(statuses).toContain("failed");
+    const got = await c.getFilesBatch({ vectorStoreId: vs.id, batchId: b.id }, me);
+    expect(got).toMatchObject({ status: "cancelled", fileCounts: { inProgress: 0n, total: 12n } });
+    const failed = await c.listFileBatchFiles({ vectorStoreId: vs.id, batchId: b.id, filter: "failed", limit: 100 }, me);
+    expect(failed.data.length).toBe(statuses.filter((st) => st === "failed").length);
+    expect(failed.data[0]?.lastError).toMatchObject({ code: "server_error", message: expect.stringContaining("cancelled") });
   });
 
   it("errors carry ErrorInfo with the REST status, param and code", async () => {
