@@ -438,6 +438,8 @@ describe("validation errors name the field", () => {
   });
   const post = (path: string, body: unknown) => api(s.baseURL, path, { method: "POST", json: body });
   const metadata17 = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"]));
+  /** `and` filters nested `depth` levels deep around one comparison. */
+  const deepFilter = (depth: number): unknown => (depth === 0 ? { type: "eq", key: "a", value: 1 } : { type: "and", filters: [deepFilter(depth - 1)] });
 
   it.each([
     ["/vector_stores", { expires_after: { anchor: "created_at", days: 1 } }, "expires_after.anchor", "invalid_value"],
@@ -484,6 +486,17 @@ describe("validation errors name the field", () => {
       [`/vector_stores/${vsId}/search`, { query: "x", filters: { type: "eq", value: 3 } }, "filters.key", "missing_required_parameter"],
       [`/vector_stores/${vsId}/search`, { query: "x", filters: { type: "and", filters: [{ type: "eq", key: "a", value: 1 }, { type: "or", filters: [{ type: "eq", value: 1 }] }] } }, "filters.filters[1].filters[0].key", "missing_required_parameter"],
       [`/vector_stores/${vsId}/search`, { query: "x", rewrite_query: "yes" }, "rewrite_query", "invalid_type"],
+      [`/vector_stores/${vsId}/search`, { query: Array.from({ length: 21 }, () => "x") }, "query", "array_above_max_length"],
+      [`/vector_stores/${vsId}/search`, { query: "x", filters: { type: "nin", key: "a", value: [{}] } }, "filters.value[0]", "invalid_type"],
+      [`/vector_stores/${vsId}/search`, { query: "x", filters: deepFilter(11) }, "filters" + ".filters[0]".repeat(10), "invalid_value"],
+      [`/vector_stores/${vsId}/file_batches`, { files: Array.from({ length: 2001 }, () => ({ file_id: fileId })) }, "files", "array_above_max_length"],
+      ["/vector_stores", { file_ids: Array.from({ length: 2001 }, () => fileId) }, "file_ids", "array_above_max_length"],
+      ["/vector_stores", { expires_after: { anchor: "last_active_at", days: 366 } }, "expires_after.days", "integer_out_of_range"],
+      // Modify: each field nullable, each still validated.
+      [`/vector_stores/${vsId}`, { name: 5 }, "name", "invalid_type"],
+      [`/vector_stores/${vsId}`, { metadata: metadata17 }, "metadata", "object_above_max_properties"],
+      [`/vector_stores/${vsId}`, { expires_after: { anchor: "created_at", days: 1 } }, "expires_after.anchor", "invalid_value"],
+      [`/vector_stores/${vsId}/files/${fileId}`, { attributes: { b: [1] } }, "attributes.b", "invalid_type"],
     ];
     for (const [path, body, param, code] of cases) {
       const res = await post(path, body);
