@@ -10,6 +10,7 @@ import {
   detectFormat,
   extractText,
   htmlToText,
+  Ingester,
   type Chunk,
 } from "../src/engines/ingest/index.js";
 import { getEncoding } from "../src/engines/tokenizer/index.js";
@@ -243,5 +244,22 @@ describe("chunking", () => {
     const p = chunkText(text, AUTO_CHUNKING, { signal: ac.signal });
     ac.abort();
     await expect(p).rejects.toThrow();
+  });
+});
+
+describe("Ingester (the worker pool)", () => {
+  it("gives chunkText's chunks and the UTF-8 bytes of their texts, counted in the worker", async () => {
+    const text = Array.from({ length: 60 }, (_, i) => `Paragraphe ${i}: les élèves ont visité le château fort, où l'on parle d'histoire — 城堡 ${i}.`).join("\n\n");
+    const ingester = new Ingester();
+    try {
+      const r = await ingester.parse(utf8(text), "notes.md", { maxTokens: 100, overlapTokens: 20 });
+      const direct = await chunkText(text, { maxTokens: 100, overlapTokens: 20 });
+      expect(r.chunks).toEqual(direct);
+      expect(r.chunks.length).toBeGreaterThan(3);
+      expect(r.chunkBytes).toBe(direct.reduce((n, c) => n + Buffer.byteLength(c.text), 0));
+      expect(r.chunkBytes).toBeGreaterThan(direct.reduce((n, c) => n + c.text.length, 0)); // accents and CJK: more bytes than characters
+    } finally {
+      await ingester.close();
+    }
   });
 });

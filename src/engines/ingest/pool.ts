@@ -23,7 +23,7 @@ export class Ingester {
   async parse(bytes: Uint8Array, filename: string, chunking: ChunkingOptions, opts: { signal?: AbortSignal; maxTotalTokens?: number } = {}) {
     const r = await this.run({ bytes, filename, chunking, maxTotalTokens: opts.maxTotalTokens }, opts.signal);
     const chunks: Chunk[] = Array.from(r.start, (start, index) => ({ index, start, end: r.end[index]!, tokens: r.tokens[index]!, text: r.text.slice(start, r.end[index]!) }));
-    return { format: r.format, text: r.text, chunks };
+    return { format: r.format, text: r.text, chunks, chunkBytes: r.chunkBytes };
   }
 
   /** The file's text only. */

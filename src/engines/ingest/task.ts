@@ -18,4 +18,6 @@ export interface IngestResult {
   start: Uint32Array;
   end: Uint32Array;
   tokens: Uint32Array;
+  /** UTF-8 bytes of all the chunks' texts together (what a store's usage counts), measured here, off the main thread. */
+  chunkBytes: number;
 }

@@ -10,6 +10,7 @@ serveTasks<IngestTask, IngestResult>(async (task, ctx) => {
   const start = Uint32Array.from(chunks, (c) => c.start);
   const end = Uint32Array.from(chunks, (c) => c.end);
   const tokens = Uint32Array.from(chunks, (c) => c.tokens);
+  const chunkBytes = chunks.reduce((n, c) => n + Buffer.byteLength(c.text), 0);
   ctx.transfer(start.buffer, end.buffer, tokens.buffer);
-  return { format, text, start, end, tokens };
+  return { format, text, start, end, tokens, chunkBytes };
 });

@@ -107,7 +107,7 @@ async function ingest(vs: VectorStores, ctx: JobContext<IngestPayload, IngestChe
   const dense = await storeEmbedder(vs, scope, storeId);
   const bytes = await vs.readFile(scope, fileId);
   if (!bytes) throw new FileFailed({ code: "invalid_file", message: `File ${fileId} was deleted before it could be processed.` });
-  const { chunks } = await vs.ingester.parse(bytes, file.filename, file.chunking, { signal: ctx.signal });
+  const { chunks, chunkBytes } = await vs.ingester.parse(bytes, file.filename, file.chunking, { signal: ctx.signal });
   if (chunks.length === 0) throw new IngestError("invalid_file", `No text could be extracted from ${file.filename}.`);
 
   // Embedding runs EMBED_AHEAD batches ahead of indexing (in the provider's workers): when the
@@ -149,7 +149,7 @@ async function ingest(vs: VectorStores, ctx: JobContext<IngestPayload, IngestChe
     stop.abort(new Error("the ingestion stopped"));
   }
 
-  const usageBytes = chunks.reduce((n, c) => n + Buffer.byteLength(c.text) + (dense ? 4 * vectorLength(dense) : 0), 0);
+  const usageBytes = chunkBytes + (dense ? 4 * vectorLength(dense) * chunks.length : 0);
   const written = await vs.settleFile(scope, storeId, fileId, file.attachId, () => ({ status: "completed", usageBytes, chunks: chunks.length }), (ops) =>
     ctx.complete(undefined, ops),
   );
