@@ -16,6 +16,8 @@ export const FPS = 24;
  * fixed thread count the same prompt gives the same bytes on any machine.
  */
 const X264 = ["-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p", "-threads", "2", "-x264-params", "sliced-threads=1"];
+/** Timestamps pass through as the graph makes them (its video frames are 24 fps already). */
+const VSYNC = ["-vsync", "vfr"];
 const SPRITE_COLUMNS = 5;
 const SPRITE_ROWS = 2;
 
@@ -171,18 +173,34 @@ export function renderCommand(spec: RenderSpec, scene: Scene, sourceFrames = 0, 
   mp4.push("-movflags", "+faststart", "-an", "video.mp4");
   if (opts.mp4Only) {
     g.push(`[${last}]null[video]`);
-    return { args: [...inputs, "-filter_complex_script", "graph.txt", "-map", "[video]", ...mp4], graph: g.join(";\n"), frames };
+    return { args: [...VSYNC, ...inputs, "-filter_complex_script", "graph.txt", "-map", "[video]", ...mp4], graph: g.join(";\n"), frames };
   }
-  const step = Math.max(1, Math.floor(frames / (SPRITE_COLUMNS * SPRITE_ROWS)));
+  const cells = SPRITE_COLUMNS * SPRITE_ROWS;
+  const step = Math.max(1, Math.floor(frames / cells));
   const cell = Math.round(W / SPRITE_COLUMNS / 2) * 2;
+  // ffmpeg (4.1) pulls a filter graph from the sink that has received the oldest frame, and runs
+  // the graph until that sink has one, encoding nothing meanwhile. A plain `tile` sink has nothing
+  // until its 10th cell (frame ~9 × step), so the video frames before it would pile up unencoded in
+  // fresh buffers (3 MB each at 1792x1024): an eighth of the render's CPU. So the sheet's branch
+  // answers at once: `tile` starts with 9 blank cells and moves on one cell at a time (overlap), so
+  // its 10th picture is the sheet of the first 10 sampled frames, the same as an unpadded tile's
+  // first. Only its 1st (a placeholder) and 10th pictures pass, stamped an hour ahead so this sink
+  // never counts as the one behind; image2 -update keeps the last, and -vsync vfr stops ffmpeg from
+  // filling the hour between them with copies.
   g.push(
     `[${last}]split=3[video][first][sprites]`,
     `[first]trim=end_frame=1[thumb]`,
-    `[sprites]select=not(mod(n\\,${step})),scale=${cell}:-2,tile=${SPRITE_COLUMNS}x${SPRITE_ROWS}[sheet]`,
+    `[sprites]select=not(mod(n\\,${step})),scale=${cell}:-2,tile=${SPRITE_COLUMNS}x${SPRITE_ROWS}:overlap=${cells - 1}:init_padding=${cells - 1},` +
+      `select=eq(n\\,0)+eq(n\\,${cells - 1}),setpts=(3600+N/${FPS})/TB[sheet]`,
   );
-  const webp = ["-frames:v", "1", "-c:v", "libwebp", "-quality", "80"];
+  const webp = ["-c:v", "libwebp", "-quality", "80"];
   return {
-    args: [...inputs, "-filter_complex_script", "graph.txt", "-map", "[video]", ...mp4, "-map", "[thumb]", ...webp, "thumbnail.webp", "-map", "[sheet]", ...webp, "spritesheet.webp"],
+    args: [
+      ...VSYNC, ...inputs, "-filter_complex_script", "graph.txt",
+      "-map", "[video]", ...mp4,
+      "-map", "[thumb]", "-frames:v", "1", ...webp, "thumbnail.webp",
+      "-map", "[sheet]", "-frames:v", "2", ...webp, "-f", "image2", "-update", "1", "spritesheet.webp",
+    ],
     graph: g.join(";\n"),
     frames,
   };
