@@ -1,15 +1,17 @@
 // Videos over the typed protocols on the same port: create (a client stream, with the reference
 // image's bytes streamed), poll and list through a Connect client, the content as a gRPC server
-// stream of google.api.HttpBody (with Range), a character, and errors as typed codes with the same
+// stream of google.api.HttpBody (with Range), remix and extension, a character, and errors as typed codes with the same
 // ErrorInfo (param, code) REST callers get.
 import { spawnSync } from "node:child_process";
+import { rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { Code, createClient, type CallOptions, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
-import { VideosService, type CreateCharacterRequestSchema, type CreateVideoRequestSchema, type Video } from "../gen/atrium/v1/videos_pb.js";
+import { VideosService, type CreateCharacterRequestSchema, type CreateVideoRequestSchema, type ExtendVideoRequestSchema, type Video } from "../gen/atrium/v1/videos_pb.js";
 import { ContentRangeSchema, type ContentRange } from "../gen/atrium/v1/options_pb.js";
 import { API_KEY, KEYS, startTestServer, type TestServer } from "./helpers/server.js";
 import { as, expectRpcError, sha256 } from "./helpers/rpc.js";
@@ -20,6 +22,7 @@ type CreateMessage = MessageInitShape<typeof CreateVideoRequestSchema>;
 
 const require = createRequire(import.meta.url);
 const FFMPEG: string = require("@ffmpeg-installer/ffmpeg").path;
+const FFPROBE: string = require("@ffprobe-installer/ffprobe").path;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let s: TestServer;
@@ -56,6 +59,17 @@ async function content(c: VideosClient, videoId: string, opts: CallOptions, vari
   }
   return { data: Buffer.concat(parts), chunks: parts.length, ...head! };
 }
+
+/** ffprobe's view of the first video stream of an MP4. */
+function probe(bytes: Buffer): Record<string, unknown> {
+  const path = join(s.dataDir, `probe-${probes++}.mp4`);
+  writeFileSync(path, bytes);
+  const r = spawnSync(FFPROBE, ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name,width,height,nb_frames", "-of", "json", path], { encoding: "utf8" });
+  rmSync(path);
+  expect(r.status, r.stderr).toBe(0);
+  return JSON.parse(r.stdout).streams[0];
+}
+let probes = 0;
 
 function testPng(size: string): Buffer {
   const r = spawnSync(FFMPEG, ["-v", "error", "-f", "lavfi", "-i", `testsrc2=s=${size}`, "-frames:v", "1", "-f", "image2pipe", "-vcodec", "png", "pipe:1"], { maxBuffer: 1 << 26 });
@@ -94,9 +108,27 @@ describe("videos through a Connect client, content as a gRPC stream", () => {
       expect(img.contentType).toBe("image/webp");
       expect(img.data.subarray(8, 12).toString("latin1")).toBe("WEBP");
     }
+    expect(probe(mp4.data)).toMatchObject({ codec_name: "h264", width: 1280, height: 720, nb_frames: "96" });
     const part = await content(g, video.id, me, "video", "bytes=10-19");
     expect(part.range).toMatchObject({ partial: true, start: 10n, end: 19n });
     expect(part.data).toEqual(mp4.data.subarray(10, 20));
+  });
+
+  it("remixes and extends through the client; the extension reports and holds the stitched length", async () => {
+    const c = connect();
+    const remix = await c.remixVideo({ videoId: video.id, prompt: "The same sea under a red sky" }, me);
+    expect(remix).toMatchObject({ status: "queued", remixedFromVideoId: video.id, seconds: "4", size: "1280x720" });
+    async function* extension(): AsyncGenerator<MessageInitShape<typeof ExtendVideoRequestSchema>> {
+      yield { prompt: "The sea goes calm", seconds: "4", video: { id: video.id } };
+    }
+    const ext = await c.extendVideo(extension(), me);
+    expect(ext).toMatchObject({ status: "queued", seconds: "8", size: "1280x720" });
+    expect((await pollUntilDone(c, remix.id)).status).toBe("completed");
+    expect((await pollUntilDone(c, ext.id)).status).toBe("completed");
+    const remixed = await content(grpc(), remix.id, me);
+    expect(probe(remixed.data)).toMatchObject({ codec_name: "h264", width: 1280, height: 720, nb_frames: "96" });
+    const extended = await content(grpc(), ext.id, me);
+    expect(probe(extended.data)).toMatchObject({ codec_name: "h264", width: 1280, height: 720, nb_frames: "192" });
   });
 
   it("a character through the client stream; errors are typed codes with REST's param and code", async () => {

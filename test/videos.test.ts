@@ -77,12 +77,17 @@ function probe(bytes: Buffer, name: string) {
 }
 
 /** The first frame of an image or video, decoded and scaled to 36x64 (or 64x36) RGB. */
-let decoded = 0;
 function pixels(bytes: Buffer, landscape = false): Buffer {
+  return decode(bytes, `scale=${landscape ? "64:36" : "36:64"}`);
+}
+
+/** The first picture out of `filter` applied to an image or video, as raw RGB. */
+let decoded = 0;
+function decode(bytes: Buffer, filter: string): Buffer {
   // A file, not a pipe: this ffmpeg cannot probe WebP from a pipe.
   const path = join(scratch, `decode-${decoded++}`);
   writeFileSync(path, bytes);
-  const r = spawnSync(FFMPEG, ["-v", "error", "-i", path, "-frames:v", "1", "-vf", `scale=${landscape ? "64:36" : "36:64"}`, "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"], { maxBuffer: 1 << 24 });
+  const r = spawnSync(FFMPEG, ["-v", "error", "-i", path, "-vf", filter, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"], { maxBuffer: 1 << 24 });
   expect(r.status, r.stderr?.toString()).toBe(0);
   return r.stdout;
 }
@@ -156,6 +161,15 @@ describe("create, poll, download: a real H.264 video", () => {
     expect(isWebp(sheet.bytes)).toBe(true);
     // 5 × 2 cells of 144 × 256.
     expect(probe(sheet.bytes, "sheet.webp")).toMatchObject({ codec: "webp", width: 720, height: 512 });
+    // Cell k (row by row) is frame 9k of the 96: each cell is closest to its own frame.
+    const cell = (k: number) => decode(sheet.bytes, `crop=144:256:${(k % 5) * 144}:${Math.floor(k / 5) * 256},scale=36:64`);
+    const frame = (n: number) => decode(firstMp4, `select=eq(n\\,${n}),scale=36:64`);
+    const frames = [0, 4, 9].map((k) => frame(9 * k));
+    for (const [i, k] of [0, 4, 9].entries()) {
+      const d = frames.map((f) => difference(cell(k), f));
+      expect(d[i]).toBeLessThan(6);
+      expect(d[i]).toBe(Math.min(...d));
+    }
   });
 
   it("downloads are streamed with Range: 206 with Content-Range, 416 past the end", async () => {
@@ -226,6 +240,7 @@ describe("input_reference: the first frame", () => {
       const done = await poll(id);
       expect(done.status).toBe("completed");
       expect(difference(pixels((await download(id, "thumbnail")).bytes), pixels(png))).toBeLessThan(6);
+      expect(difference(pixels((await download(id)).bytes), pixels(png))).toBeLessThan(8);
     }
   });
 
@@ -259,6 +274,11 @@ describe("validation errors (raw fetch): status, param, code", () => {
     await expectError(await createRaw({ prompt: "x", seconds: 4 }), 400, { param: "seconds" });
     await expectError(await createRaw({ prompt: "x", size: "640x480" }), 400, { param: "size", code: "invalid_value" });
     await expectError(await createRaw({ prompt: "x", size: "1792x1024" }), 400, { param: "size", message: /vid-2/ });
+    await expectError(await createRaw({ prompt: 42 }), 400, { param: "prompt" });
+    // 16 and 20 are extension lengths only.
+    await expectError(await createRaw({ prompt: "x", seconds: "16" }), 400, { param: "seconds", code: "invalid_value" });
+    await expectError(await createRaw({ prompt: "x", model: "vid-2-pro", size: "1920x1080" }), 400, { param: "size", code: "invalid_value" });
+    await expectError(await createRaw({ prompt: "x", input_reference: "file-abc" }), 400, { param: "input_reference" });
     await expectError(await createRaw({ prompt: "x", fps: 30 }), 400, { param: "fps" });
     await expectError(await createRaw({ prompt: "x @char_doesnotexist000000000000" }), 400, { param: "prompt", code: "character_not_found" });
     const badPart = await api(s.baseURL, "/videos", { method: "POST", body: form([["prompt", "x"], ["image", new Blob(["x"]), "a.png"]]) });
@@ -271,6 +291,14 @@ describe("validation errors (raw fetch): status, param, code", () => {
     await expectError(await api(s.baseURL, "/videos/edits", { method: "POST", json: { prompt: "x" } }), 400, { param: "video.id", code: "missing_required_parameter" });
     await expectError(await api(s.baseURL, "/videos/extensions", { method: "POST", json: { prompt: "x", seconds: "24", video: { id: first.id } } }), 400, { param: "seconds" });
     await expectError(await api(s.baseURL, "/videos/extensions", { method: "POST", json: { prompt: "x", video: { id: first.id } } }), 400, { param: "seconds", code: "missing_required_parameter" });
+    await expectError(await api(s.baseURL, "/videos/extensions", { method: "POST", json: { prompt: "x", seconds: "5", video: { id: first.id } } }), 400, { param: "seconds", code: "invalid_value" });
+    await expectError(await api(s.baseURL, "/videos/extensions", { method: "POST", json: { prompt: "x", seconds: "4" } }), 400, { param: "video.id", code: "missing_required_parameter" });
+    await expectError(await api(s.baseURL, "/videos/extensions", { method: "POST", json: { prompt: "x", seconds: "4", video: { id: "video_nope" } } }), 404, { param: "video.id" });
+    // prompt is required everywhere.
+    await expectError(await api(s.baseURL, "/videos/extensions", { method: "POST", json: { seconds: "4", video: { id: first.id } } }), 400, { param: "prompt", code: "missing_required_parameter" });
+    await expectError(await api(s.baseURL, "/videos/edits", { method: "POST", json: { video: { id: first.id } } }), 400, { param: "prompt", code: "missing_required_parameter" });
+    await expectError(await api(s.baseURL, `/videos/${first.id}/remix`, { method: "POST", json: {} }), 400, { param: "prompt", code: "missing_required_parameter" });
+    await expectError(await api(s.baseURL, `/videos/${first.id}/remix`, { method: "POST", json: { prompt: "x".repeat(32_001) } }), 400, { param: "prompt", code: "string_above_max_length" });
     const upload = await api(s.baseURL, "/videos/edits", { method: "POST", body: form([["prompt", "x"], ["video", new Blob([new Uint8Array(firstMp4)]), "v.mp4"]]) });
     await expectError(upload, 400, { param: "video", code: "unsupported_video_upload" });
     await expectError(await api(s.baseURL, `/videos/${first.id}/content?variant=gif`), 400, { param: "variant" });
@@ -278,8 +306,16 @@ describe("validation errors (raw fetch): status, param, code", () => {
     const queued = await client.videos.create({ prompt: "Still rendering" });
     await expectError(await api(s.baseURL, `/videos/${queued.id}/content`), 400, { param: "video_id", code: "video_not_ready" });
     await expectError(await api(s.baseURL, `/videos/${queued.id}/remix`, { method: "POST", json: { prompt: "x" } }), 400, { param: "video_id", code: "invalid_video_state" });
-    await expectError(await api(s.baseURL, `/videos/${queued.id}`, { method: "DELETE" }), 400, { param: "video_id", code: "invalid_video_state" });
+    await expectError(await api(s.baseURL, "/videos/edits", { method: "POST", json: { prompt: "x", video: { id: queued.id } } }), 400, { param: "video.id", code: "invalid_video_state" });
+    await expectError(await api(s.baseURL, "/videos/extensions", { method: "POST", json: { prompt: "x", seconds: "4", video: { id: queued.id } } }), 400, { param: "video.id", code: "invalid_video_state" });
     expect((await poll(queued.id)).status).toBe("completed");
+  });
+
+  it("list and character fields", async () => {
+    await expectError(await api(s.baseURL, "/videos?limit=0"), 400, { param: "limit" });
+    await expectError(await api(s.baseURL, "/videos?order=sideways"), 400, { param: "order" });
+    const blank = await api(s.baseURL, "/videos/characters", { method: "POST", body: form([["name", "   "], ["video", new Blob([new Uint8Array(firstMp4)]), "v.mp4"]]) });
+    await expectError(blank, 400, { param: "name", code: "empty_string" });
   });
 });
 
@@ -389,6 +425,25 @@ describe("failures, list, delete, tenancy, expiry", () => {
     await sdkError(other.videos.delete(first.id), 404);
     await sdkError(other.videos.remix(first.id, { prompt: "mine now" }), 404);
     await sdkError(other.videos.extend({ prompt: "mine now", seconds: "4", video: { id: first.id } }), 404);
+  });
+
+  it("delete is refused while queued and while in_progress, and allowed once completed", async () => {
+    // One render at a time: the second waits in the queue while the first renders.
+    const a = await client.videos.create({ prompt: "Deleted too early, first" });
+    const b = await client.videos.create({ prompt: "Deleted too early, second" });
+    await expectError(await api(s.baseURL, `/videos/${b.id}`, { method: "DELETE" }), 400, { param: "video_id", code: "invalid_video_state", message: /is queued/ });
+    expect((await client.videos.retrieve(b.id)).status).toBe("queued");
+    for (let v = await client.videos.retrieve(a.id); v.status !== "in_progress"; v = await client.videos.retrieve(a.id)) {
+      expect(v.status).toBe("queued");
+      await sleep(20);
+    }
+    await expectError(await api(s.baseURL, `/videos/${a.id}`, { method: "DELETE" }), 400, { param: "video_id", code: "invalid_video_state", message: /is in_progress/ });
+    await sdkError(client.videos.delete(a.id), 400);
+    for (const id of [a.id, b.id]) {
+      expect((await poll(id)).status).toBe("completed");
+      expect(await client.videos.delete(id)).toEqual({ id, object: "video.deleted", deleted: true });
+      expect(blobKeys(s.dataDir).filter((k) => k.startsWith(id))).toEqual([]);
+    }
   });
 
   it("delete: a completed video and its assets go; then it is a 404", async () => {
