@@ -247,6 +247,20 @@ describe("chunking", () => {
   });
 });
 
+describe("chunking is a function of the text alone", () => {
+  it("concurrent chunkText calls, interleaved at every pause, give each text the chunks it gets alone", async () => {
+    const texts = [0, 1, 2].map((k) =>
+      Array.from({ length: 80 }, (_, i) => `Part ${k}.${i}. The survey team mapped the river delta again. Sediment moved ${i * 3 + k} metres! Was the old channel closing? Nobody knew.`).join(k % 2 ? "\n\n" : " "),
+    );
+    const opts = { maxTokens: 120, overlapTokens: 40 };
+    const alone = [];
+    for (const t of texts) alone.push(await chunkText(t, opts));
+    // sliceMs 0: every pause yields to the event loop, so the three calls interleave throughout.
+    const together = await Promise.all(texts.map((t) => chunkText(t, opts, { sliceMs: 0 })));
+    expect(together).toEqual(alone);
+  });
+});
+
 describe("Ingester (the worker pool)", () => {
   it("gives chunkText's chunks and the UTF-8 bytes of their texts, counted in the worker", async () => {
     const text = Array.from({ length: 60 }, (_, i) => `Paragraphe ${i}: les élèves ont visité le château fort, où l'on parle d'histoire — 城堡 ${i}.`).join("\n\n");

@@ -86,6 +86,9 @@ const PARAGRAPH_END = /\n[ \t]*\n\s*/g;
 const SENTENCE_END = /[.!?…]+["'”’)\]]*(?=[ \t])|[。！？]+/g;
 // A word with the whitespace before it.
 const WORD_RE = /\s*\S+|\s+/g;
+// These are templates: each segment() run uses its own copies. A /g expression keeps its position
+// in `lastIndex`, and chunkText calls interleave at their yields, so shared instances let one call
+// move another's position (the same text was then chunked differently, run to run).
 /** Tokens per piece when a single "word" is too long for a chunk. */
 const TOKEN_PIECE = 64;
 
@@ -123,6 +126,9 @@ export function checkChunking({ maxTokens, overlapTokens }: ChunkingOptions): vo
  */
 function* segment(text: string, maxTokens: number, units: Units, encodingName: EncodingName): Generator<void> {
   const enc = getEncoding(encodingName);
+  const paragraphEnd = new RegExp(PARAGRAPH_END);
+  const sentenceEnd = new RegExp(SENTENCE_END);
+  const wordRe = new RegExp(WORD_RE);
   const count = (a: number, b: number) => enc.countTokens(text.slice(a, b));
   // Pauses come every few hundred units, wherever they are made: a file that is one huge line or
   // one endless "word" yields as often as ordinary prose.
@@ -132,8 +138,8 @@ function* segment(text: string, maxTokens: number, units: Units, encodingName: E
   // A run of text that must be cut finer: into words, and a too-long word into token pieces.
   function* words(a: number, b: number, strength: number): Generator<void> {
     const run = text.slice(a, b);
-    WORD_RE.lastIndex = 0;
-    for (let m = WORD_RE.exec(run); m; m = WORD_RE.exec(run)) {
+    wordRe.lastIndex = 0;
+    for (let m = wordRe.exec(run); m; m = wordRe.exec(run)) {
       const ws = a + m.index;
       const we = ws + m[0].length;
       const boundary = we >= b ? strength : WORD;
@@ -190,9 +196,9 @@ function* segment(text: string, maxTokens: number, units: Units, encodingName: E
   // A line: its sentences.
   function* line(a: number, b: number, strength: number): Generator<void> {
     const run = text.slice(a, b);
-    SENTENCE_END.lastIndex = 0;
+    sentenceEnd.lastIndex = 0;
     let from = a;
-    for (let m = SENTENCE_END.exec(run); m; m = SENTENCE_END.exec(run)) {
+    for (let m = sentenceEnd.exec(run); m; m = sentenceEnd.exec(run)) {
       const end = a + m.index + m[0].length;
       if (end >= b) break;
       yield* sentence(from, end, SENTENCE);
@@ -204,8 +210,8 @@ function* segment(text: string, maxTokens: number, units: Units, encodingName: E
   // Paragraphs, then their lines.
   let p = 0;
   while (p < text.length) {
-    PARAGRAPH_END.lastIndex = p;
-    const m = PARAGRAPH_END.exec(text);
+    paragraphEnd.lastIndex = p;
+    const m = paragraphEnd.exec(text);
     const pEnd = m ? m.index + m[0].length : text.length;
     let l = p;
     while (l < pEnd) {
