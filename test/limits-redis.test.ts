@@ -1,10 +1,11 @@
 // The Redis limit store against a real redis-server (started here on a free port): it answers any
 // sequence exactly as the memory store does, two server instances sharing one Redis enforce one
-// limit between them, and an unreachable Redis admits requests (fail open) rather than failing
+// limit between them (the per-call limits and the vector stores' own), and an unreachable Redis admits requests (fail open) rather than failing
 // them. Skipped, with the install hint, only where redis-server is absent.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryLimitStore } from "../src/limits/memory.js";
 import { RedisLimitStore } from "../src/limits/redis.js";
+import { RateLimits } from "../src/limits/rate-limits.js";
 import type { LimitEntry } from "../src/limits/store.js";
 import { API_KEY } from "./helpers/server.js";
 import { api } from "./helpers/rest.js";
@@ -81,6 +82,38 @@ describe.skipIf(!available)("Redis limit store", () => {
         expect((await res.json()).error.code).toBe("rate_limit_exceeded");
         expect(Number(res.headers.get("retry-after-ms"))).toBeGreaterThan(4000);
       }
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+
+  it("an area's limits (the vector stores') are charged all or nothing, and shared by two instances", async () => {
+    // RateLimits.enforceAll on Redis: a refused charge leaves every entry as it was.
+    const limits = new RateLimits(await RedisLimitStore.open(redis.url, { prefix: `area:${Date.now()}:` }), {
+      organizations: [{ id: "org-x", rate_limits: { vector_store_file_requests_per_minute: 10, vector_store_attached_files_per_minute: 3 } }],
+    });
+    const store = { key: "proj_1:vs_1", rule: limits.organizationRule("org-x", "vector_store_file_requests_per_minute"), what: "requests to vs_1" };
+    const files = (cost: number) => ({ key: "", rule: limits.organizationRule("org-x", "vector_store_attached_files_per_minute"), what: "attached files", cost });
+    await limits.enforceAll("org-x", [store, files(2)]);
+    await expect(limits.enforceAll("org-x", [store, files(2)])).rejects.toMatchObject({ rawMessage: expect.stringMatching(/^Rate limit reached for attached files: Limit 3, Used 2, Requested 2\./) });
+    // The refused call charged the store nothing: 9 of its 10 are left.
+    for (let i = 0; i < 9; i++) await limits.enforceAll("org-x", [store]);
+    await expect(limits.enforceAll("org-x", [store])).rejects.toMatchObject({ rawMessage: expect.stringMatching(/^Rate limit reached for requests to vs_1: Limit 10, Used 10, Requested 1\./) });
+    await limits.close();
+
+    // Two servers, one Redis: calls to one store's /files on either instance spend one allowance
+    // (the store exists on neither: failed calls count, spec 8).
+    const config = { organizations: [{ id: "org-default", rate_limits: { vector_store_file_requests_per_minute: 4 }, projects: [{ id: "proj_default" }] }] };
+    const env = { ATRIUM_REDIS_URL: redis.url };
+    const [a, b] = await Promise.all([startConfiguredServer(config, env), startConfiguredServer(config, env)]);
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const res = await api((i % 2 ? a : b).baseURL, "/vector_stores/vs_shared/files", { key: API_KEY });
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+      expect(statuses).toEqual([404, 404, 404, 404, 429, 429]);
     } finally {
       await Promise.all([a.stop(), b.stop()]);
     }
