@@ -251,19 +251,25 @@ describe("cancel", () => {
   });
 });
 
-describe("slices end at their time limit too", () => {
-  it("with slice_ms 1 every request still runs once, in order", async () => {
-    const quick = await startTestServer({ env: { ATRIUM_CONFIG: configWith(tempDir(), { slice_lines: 1000, slice_ms: 1, concurrency: 4 }) } });
-    try {
-      const c = sdk(quick.baseURL);
-      const rows = Array.from({ length: 300 }, (_, i) => line(`s${i}`, "/v1/responses/input_tokens", { model: "gpt-4o", input: `slice ${i}` }));
-      const done = await waitFor(c, (await c.batches.create({ input_file_id: (await uploadBatch(c, rows)).id, endpoint: INPUT_TOKENS, completion_window: "24h" })).id);
-      expect(done.request_counts).toEqual({ total: 300, completed: 300, failed: 0 });
-      expect((await lines(c, done.output_file_id)).map((l) => l.custom_id)).toEqual(rows.map((r) => r.custom_id));
-    } finally {
-      await quick.stop();
-    }
-  });
+describe("slices end at their time limit and their output size too", () => {
+  for (const [what, settings] of [
+    ["slice_ms 1", { slice_lines: 1000, slice_ms: 1, concurrency: 4 }],
+    // About five output lines per slice (each line is some 200 bytes).
+    ["slice_bytes 1024", { slice_bytes: 1024, concurrency: 4 }],
+  ] as const) {
+    it(`with ${what} every request still runs once, in order`, async () => {
+      const quick = await startTestServer({ env: { ATRIUM_CONFIG: configWith(tempDir(), settings) } });
+      try {
+        const c = sdk(quick.baseURL);
+        const rows = Array.from({ length: 300 }, (_, i) => line(`s${i}`, "/v1/responses/input_tokens", { model: "gpt-4o", input: `slice ${i}` }));
+        const done = await waitFor(c, (await c.batches.create({ input_file_id: (await uploadBatch(c, rows)).id, endpoint: INPUT_TOKENS, completion_window: "24h" })).id);
+        expect(done.request_counts).toEqual({ total: 300, completed: 300, failed: 0 });
+        expect((await lines(c, done.output_file_id)).map((l) => l.custom_id)).toEqual(rows.map((r) => r.custom_id));
+      } finally {
+        await quick.stop();
+      }
+    });
+  }
 });
 
 describe("expiry", () => {

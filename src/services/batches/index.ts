@@ -18,6 +18,7 @@ export interface BatchSettings {
   concurrency: number;
   slice_lines: number;
   slice_ms: number;
+  slice_bytes: number;
   slice_interval_ms: number;
 }
 
@@ -27,10 +28,13 @@ const schema = {
   properties: {
     // Requests of one batch under way at once.
     concurrency: { type: "integer", minimum: 1, maximum: 256, default: 8 },
-    // A slice's results commit together: it ends after this many requests or slice_ms of work,
-    // whichever comes first (bounding what runs again after a crash).
-    slice_lines: { type: "integer", minimum: 1, maximum: 10_000, default: 1000 },
+    // A slice's results commit together: it ends after this many requests, slice_ms of work or
+    // slice_bytes of output lines, whichever comes first (bounding what runs again after a crash,
+    // and the size of one commit). Each commit has a fixed cost: slices of fast local requests
+    // are best large, and the time and size limits keep slow or bulky ones small.
+    slice_lines: { type: "integer", minimum: 1, maximum: 50_000, default: 10_000 },
     slice_ms: { type: "integer", minimum: 1, maximum: 600_000, default: 1000 },
+    slice_bytes: { type: "integer", minimum: 1024, maximum: 256 * 1024 * 1024, default: 8 * 1024 * 1024 },
     // Minimum time per slice: a simple throttle, e.g. for an upstream's rate limit.
     slice_interval_ms: { type: "integer", minimum: 0, maximum: 600_000, default: 0 },
   },
@@ -40,7 +44,7 @@ export const batchesArea: ApiArea = {
   name: "batches",
   configSection: { name: "batches", schema },
   setup: ({ deps, config, providers, jobs }) => {
-    const settings: BatchSettings = { concurrency: 8, slice_lines: 1000, slice_ms: 1000, slice_interval_ms: 0, ...(config.sections?.batches as Partial<BatchSettings> | undefined) };
+    const settings: BatchSettings = { concurrency: 8, slice_lines: 10_000, slice_ms: 1000, slice_bytes: 8 * 1024 * 1024, slice_interval_ms: 0, ...(config.sections?.batches as Partial<BatchSettings> | undefined) };
     // The one in-process encoder the embeddings area registered, whatever embeddings are
     // configured as; resolved on first use.
     const lazyLocal: EmbeddingsProvider = {
@@ -70,7 +74,7 @@ export const batchesArea: ApiArea = {
       jobs: {
         // Short leases: a killed server's batches are picked up seconds after a restart.
         [RUN_JOB_KIND]: {
-          handler: createBatchRunner(deps, { concurrency: settings.concurrency, sliceLines: settings.slice_lines, sliceMs: settings.slice_ms, sliceIntervalMs: settings.slice_interval_ms, calls }),
+          handler: createBatchRunner(deps, { concurrency: settings.concurrency, sliceLines: settings.slice_lines, sliceMs: settings.slice_ms, sliceChars: settings.slice_bytes, sliceIntervalMs: settings.slice_interval_ms, calls }),
           options: { concurrency: 2, leaseMs: 5000 },
         },
       },

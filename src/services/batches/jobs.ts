@@ -1,20 +1,23 @@
-// Running a batch: one durable job per batch. The input is read as a stream in slices of
-// `sliceLines` requests; each slice runs with at most `concurrency` requests at once, and its
-// results (the output and error lines, the counts, the usage) commit in ONE transaction with the
-// runner's checkpoint ("slices done: n"). After a crash or SIGKILL the next run starts at the
-// first slice not committed: a request whose result was recorded is never run again, and no
-// line reaches the output twice; at most the requests of the one unfinished slice run again.
-// Finalizing concatenates the slices into the output and error files (purpose batch_output).
+// Running a batch: one durable job per batch. The input is read as a stream in slices of up to
+// `sliceLines` requests, `sliceMs` of work or `sliceChars` of output; each slice runs with at most
+// `concurrency` requests at once, and its results (the output and error lines, the counts, the
+// usage) commit in ONE transaction with the runner's checkpoint ("slices done: n"). After a crash
+// or SIGKILL the next run starts at the first slice not committed: a request whose result was
+// recorded is never run again, and no line reaches the output twice; at most the requests of the
+// one unfinished slice run again. Finalizing writes the slices, in order, into the output and
+// error files (purpose batch_output) — from memory for the slices this run made — and the last
+// slice is not committed on its own: its lines go straight into the files, and its counts commit
+// with the batch's end (a crash before that runs it again). Each commit costs the same whatever
+// its size, so a batch of fast local requests that fits one slice pays for one transaction.
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { newId } from "../../common/ids.js";
-import { eachRecord } from "../../common/pages.js";
 import { PermanentJobError, type JobContext } from "../../jobs/runner.js";
 import { VersionConflict, type Scope, type WriteOp } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { FILE_KIND, newFileId, type FileRecord } from "../files/files.js";
 import { BATCH_KIND, type BatchRecord } from "./batches.js";
-import type { EndpointCall, Endpoint, Usage } from "./endpoints.js";
+import { zeroUsage, type EndpointCall, type Endpoint, type Usage } from "./endpoints.js";
 import { checkInput, fileLines, KEEP_PARSED_BYTES, parseLine, type InputLine } from "./input.js";
 
 export const SLICE_KIND = "batch_slice";
@@ -24,6 +27,8 @@ export interface RunnerOptions {
   sliceLines: number;
   /** A slice also ends after this much work (slow upstream calls commit often). */
   sliceMs: number;
+  /** …or once its output lines reach this many characters (large embeddings lines commit in pieces). */
+  sliceChars: number;
   /** Minimum time per slice: a simple throttle (an upstream's rate limit); 0 = none. */
   sliceIntervalMs: number;
   calls: Partial<Record<Endpoint, EndpointCall>>;
@@ -33,9 +38,22 @@ interface RunState {
   /** Requests (non-blank lines) whose results are committed. */
   done: number;
   slices: number;
-  /** Chosen before any byte of them is written, so a finalize that is redone reuses them. */
+  /** The output and error files' ids, chosen when the run starts: a finalize that is redone reuses them. */
+  files?: { output: string; error: string };
+  /** Set once finalizing has begun (runs checkpointed before `files` existed chose them here). */
   outputFileId?: string;
   errorFileId?: string;
+}
+
+/** What a slice's requests gave. */
+interface SliceResult {
+  output: string;
+  errors: string;
+  completed: number;
+  failed: number;
+  usage: Usage | null;
+  /** Requests run: the first `done` of the slice. */
+  done: number;
 }
 
 interface SliceRecord {
@@ -44,6 +62,28 @@ interface SliceRecord {
 }
 
 const TERMINAL = new Set(["failed", "completed", "expired", "cancelled"]);
+
+const sliceId = (batchId: string, n: number) => `${batchId}:${String(n).padStart(6, "0")}`;
+
+/**
+ * The text of the slices this run committed, from slice `from` on, so that finalizing writes the
+ * output files without reading them back; dropped past HELD_SLICE_CHARS (then they are read back).
+ */
+interface HeldSlices {
+  from: number;
+  output: string[];
+  errors: string[];
+  chars: number;
+}
+const HELD_SLICE_CHARS = 32 * 1024 * 1024;
+
+function addUsageTo(a: Usage, b: Usage): void {
+  a.input_tokens += b.input_tokens;
+  a.cached_tokens += b.cached_tokens;
+  a.output_tokens += b.output_tokens;
+  a.reasoning_tokens += b.reasoning_tokens;
+  a.total_tokens += b.total_tokens;
+}
 
 function addUsage(a: Usage, b: Usage | null): Usage {
   if (!b) return a;
@@ -58,7 +98,7 @@ function addUsage(a: Usage, b: Usage | null): Usage {
 
 /** Ids for a slice's output lines and request ids, from one draw of random bytes (16 bytes each). */
 function idPool(n: number) {
-  const hex = randomBytes(n * 32).toString("hex");
+  const hex = randomBytes(n * 16).toString("hex");
   let at = 0;
   return () => hex.slice(at, (at += 32));
 }
@@ -93,12 +133,18 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
 
   /**
    * Runs a slice's requests, at most `concurrency` at once, taking no new one after `sliceMs`:
-   * the results of the first `done` lines, in input order.
+   * the results of the first `done` lines, in input order, as output and error JSONL text.
    */
-  async function runSlice(batch: BatchRecord, lines: InputLine[], signal: AbortSignal) {
+  async function runSlice(batch: BatchRecord, lines: InputLine[], signal: AbortSignal): Promise<SliceResult> {
     const call = opts.calls[batch.endpoint];
-    const results: Array<{ line: InputLine; status: number; body: unknown; usage: Usage | null }> = new Array(lines.length);
+    // Each result is turned into its output line as soon as it is there (no result objects kept).
+    const texts: string[] = new Array(lines.length);
+    const ok: boolean[] = new Array(lines.length);
+    const usage = zeroUsage();
+    let hasUsage = false;
+    const id = idPool(lines.length * 2);
     const deadline = Date.now() + opts.sliceMs;
+    let chars = 0;
     // Indices are taken in order and every one taken is run, so the first `next` results are all there.
     let next = 0;
     // One signal per slice, linked to the run's: each request's context listens on it, and a
@@ -109,13 +155,20 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     const worker = async () => {
       // One context per worker and slice: the services read only its principal and signal.
       const ctx = call?.context(batch.principal, sliceAbort.signal);
-      while (next < lines.length && (next === 0 || Date.now() <= deadline)) {
+      while (next < lines.length && (next === 0 || (chars < opts.sliceChars && Date.now() <= deadline))) {
         const i = next++;
         const line = lines[i]!;
         const r = call
           ? await call.call(line.body as never, ctx!)
           : { status: 400, body: { error: { message: `The endpoint ${batch.endpoint} is not available on this server.`, type: "invalid_request_error", param: null, code: "endpoint_unavailable" } }, usage: null };
-        results[i] = { line, ...r };
+        // The platform's output line; keys in the order JSON.stringify of the object would give.
+        texts[i] = `{"id":"batch_req_${id()}","custom_id":${JSON.stringify(line.customId)},"response":{"status_code":${r.status},"request_id":"req_${id()}","body":${JSON.stringify(r.body)}},"error":null}\n`;
+        chars += texts[i]!.length;
+        ok[i] = r.status >= 200 && r.status < 300;
+        if (r.usage) {
+          addUsageTo(usage, r.usage);
+          hasUsage = true;
+        }
       }
     };
     try {
@@ -123,35 +176,27 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     } finally {
       signal.removeEventListener("abort", onAbort);
     }
-    let output = "";
-    let errors = "";
-    let completed = 0;
-    let failed = 0;
-    let usage: Usage | null = null;
-    const done = results.slice(0, next);
-    const id = idPool(done.length * 2);
-    for (const r of done) {
-      const text = JSON.stringify({ id: `batch_req_${id()}`, custom_id: r.line.customId, response: { status_code: r.status, request_id: `req_${id()}`, body: r.body }, error: null }) + "\n";
-      if (r.status >= 200 && r.status < 300) {
-        output += text;
-        completed++;
-      } else {
-        errors += text;
-        failed++;
-      }
-      if (r.usage) usage = addUsage(usage ?? { input_tokens: 0, cached_tokens: 0, output_tokens: 0, reasoning_tokens: 0, total_tokens: 0 }, r.usage);
-    }
-    return { output, errors, completed, failed, usage, done: done.length };
+    const out: string[] = [];
+    const errs: string[] = [];
+    for (let i = 0; i < next; i++) (ok[i] ? out : errs).push(texts[i]!);
+    return { output: out.join(""), errors: errs.join(""), completed: out.length, failed: errs.length, usage: hasUsage ? usage : null, done: next };
   }
 
-  async function finalize(ctx: JobContext<{ batchId: string }, RunState>, state: RunState, end: "completed" | "cancelled" | "expired") {
+  /**
+   * Writes the output and error files and ends the batch. With `last` (the final slice's results,
+   * not committed), those lines are written too and their counts land in the same transaction
+   * that ends the batch: a crash before it leaves the slice to run again, its lines recorded once.
+   */
+  async function finalize(ctx: JobContext<{ batchId: string }, RunState>, state: RunState, end: "completed" | "cancelled" | "expired", held: HeldSlices | null, last?: SliceResult) {
     const scope = ctx.job.scope;
     const batchId = ctx.job.payload.batchId;
     let st = state;
-    if (!st.outputFileId) {
-      st = { ...state, outputFileId: newFileId(), errorFileId: newFileId() };
+    if (!last && !st.outputFileId) {
+      st = { ...state, outputFileId: state.files?.output ?? newFileId(), errorFileId: state.files?.error ?? newFileId() };
       await commit(ctx, st, (b) => (end === "completed" ? { ...b, status: "finalizing", finalizingAt: b.finalizingAt ?? deps.clock.now() } : b));
     }
+    const outputFileId = st.outputFileId ?? st.files!.output;
+    const errorFileId = st.errorFileId ?? st.files!.error;
     const slices = deps.records.collection<SliceRecord>(SLICE_KIND);
     // Requests never run because the window closed: each one in the error file.
     let expiredLines = "";
@@ -169,38 +214,49 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
         }
       }
     }
+    // Slices this run committed and still holds are written from memory; earlier ones (a resumed
+    // run) are read back. Slices are numbered 0 … st.slices − 1, each committed with its checkpoint.
     const write = async (key: string, field: "output" | "errors", tail = "") => {
       async function* parts() {
-        for await (const s of eachRecord(slices, scope, { parentId: batchId, order: "asc" })) if (s.data[field]) yield Buffer.from(s.data[field]);
+        for (let i = 0; i < st.slices; i++) {
+          const text = held && i >= held.from ? held[field][i - held.from] : (await slices.get(scope, sliceId(batchId, i)))?.data[field];
+          if (text) yield Buffer.from(text);
+        }
+        if (last?.[field]) yield Buffer.from(last[field]);
         if (tail) yield Buffer.from(tail);
       }
       return (await deps.blobs.put(key, parts())).bytes;
     };
     const cur = (await batches().get(scope, batchId))!;
+    // A cancel that came while the last slice ran: everything ran, but the batch ends as asked.
+    if (last && cur.data.status === "cancelling") end = "cancelled";
+    const completed = cur.data.requestCounts.completed + (last?.completed ?? 0);
+    const failed = cur.data.requestCounts.failed + (last?.failed ?? 0) + expiredCount;
     // Only files that get lines are written (an empty one would cost an fsync for nothing).
-    const outBytes = cur.data.requestCounts.completed > 0 ? await write(st.outputFileId!, "output") : 0;
-    const errBytes = cur.data.requestCounts.failed + expiredCount > 0 ? await write(st.errorFileId!, "errors", expiredLines) : 0;
+    const outBytes = completed > 0 ? await write(outputFileId, "output") : 0;
+    const errBytes = failed > 0 ? await write(errorFileId, "errors", expiredLines) : 0;
     const now = deps.clock.now();
     const fileOps: WriteOp[] = [];
     const fileRec = (id: string, bytes: number, name: string): WriteOp => {
       const rec: FileRecord = { id, bytes, createdAt: now, filename: name, purpose: "batch_output", mimeType: "application/jsonl", expiresAt: cur.data.outputTtl ? now + cur.data.outputTtl : null };
       return { op: "insert", kind: FILE_KIND, scope, record: { id, createdAt: now, expiresAt: rec.expiresAt, tag: rec.purpose, data: rec } };
     };
-    if (outBytes > 0) fileOps.push(fileRec(st.outputFileId!, outBytes, `batch_${batchId}_output.jsonl`));
-    else await deps.blobs.delete(st.outputFileId!);
-    if (errBytes > 0) fileOps.push(fileRec(st.errorFileId!, errBytes, `batch_${batchId}_error.jsonl`));
-    else await deps.blobs.delete(st.errorFileId!);
-    const sliceIds: WriteOp[] = [];
-    for await (const s of eachRecord(slices, scope, { parentId: batchId, order: "asc" })) sliceIds.push({ op: "delete", kind: SLICE_KIND, scope, id: s.id });
+    if (outBytes > 0) fileOps.push(fileRec(outputFileId, outBytes, `batch_${batchId}_output.jsonl`));
+    else await deps.blobs.delete(outputFileId);
+    if (errBytes > 0) fileOps.push(fileRec(errorFileId, errBytes, `batch_${batchId}_error.jsonl`));
+    else await deps.blobs.delete(errorFileId);
+    const sliceIds: WriteOp[] = Array.from({ length: st.slices }, (_, i) => ({ op: "delete", kind: SLICE_KIND, scope, id: sliceId(batchId, i) }));
     const next: BatchRecord = {
       ...cur.data,
       status: end,
-      outputFileId: outBytes > 0 ? st.outputFileId! : null,
-      errorFileId: errBytes > 0 ? st.errorFileId! : null,
+      outputFileId: outBytes > 0 ? outputFileId : null,
+      errorFileId: errBytes > 0 ? errorFileId : null,
+      finalizingAt: end === "completed" ? (cur.data.finalizingAt ?? now) : cur.data.finalizingAt,
       completedAt: end === "completed" ? now : cur.data.completedAt,
       cancelledAt: end === "cancelled" ? now : cur.data.cancelledAt,
       expiredAt: end === "expired" ? now : cur.data.expiredAt,
-      requestCounts: { ...cur.data.requestCounts, failed: cur.data.requestCounts.failed + expiredCount },
+      requestCounts: { ...cur.data.requestCounts, completed, failed },
+      usage: addUsage(cur.data.usage, last?.usage ?? null),
     };
     await ctx.complete(null, [{ op: "update", kind: BATCH_KIND, scope, id: batchId, data: next, tag: next.status, expectVersion: cur.version }, ...fileOps, ...sliceIds]);
   }
@@ -216,7 +272,7 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
 
     if (rec.data.status === "validating" || (rec.data.status === "cancelling" && rec.data.inProgressAt === null)) {
       if (rec.data.status === "cancelling") {
-        await finalize(ctx, state, "cancelled");
+        await finalize(ctx, state, "cancelled", null);
         return null;
       }
       const size = (await deps.blobs.size(rec.data.inputFileId)) ?? Infinity;
@@ -237,14 +293,14 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
         ]);
         return null;
       }
-      state = { done: 0, slices: 0 };
+      state = { done: 0, slices: 0, files: { output: newFileId(), error: newFileId() } };
       await commit(ctx, state, (b) =>
         b.status === "validating" ? { ...b, status: "in_progress", inProgressAt: now, model: check.model, requestCounts: { total: check.total, completed: 0, failed: 0 } } : { ...b, inProgressAt: now, requestCounts: { total: check.total, completed: 0, failed: 0 } },
       );
     }
     if (state.outputFileId) {
       const b = (await batches().get(scope, rec.id))!.data;
-      await finalize(ctx, state, b.status === "cancelling" ? "cancelled" : deps.clock.now() >= b.expiresAt ? "expired" : "completed");
+      await finalize(ctx, state, b.status === "cancelling" ? "cancelled" : deps.clock.now() >= b.expiresAt ? "expired" : "completed", null);
       return null;
     }
 
@@ -269,39 +325,58 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
         if (out.length) yield out;
       }
     }
+    let held: HeldSlices | null = { from: state.slices, output: [], errors: [], chars: 0 };
     let slice: InputLine[] = [];
-    /** Runs one slice (or part of it, at its time limit) and commits it; what is left stays in `slice`. */
-    const flush = async (): Promise<"go" | "cancelled" | "expired"> => {
+    /**
+     * Runs one slice (or part of it, at its limits) and commits it; what is left stays in `slice`.
+     * When it is the batch's last (`inputDone` and it all ran), it is not committed on its own:
+     * finalize writes its lines and ends the batch in one transaction ("finished").
+     */
+    const flush = async (inputDone: boolean): Promise<"go" | "finished" | "cancelled" | "expired"> => {
       const b = (await batches().get(scope, rec.id))!.data;
       if (b.status === "cancelling") return "cancelled";
       if (deps.clock.now() >= b.expiresAt) return "expired";
       if (!slice.length) return "go";
       const started = Date.now();
       const r = await runSlice(b, slice.length > opts.sliceLines ? slice.slice(0, opts.sliceLines) : slice, ctx.signal);
-      const id = `${rec.id}:${String(state.slices).padStart(6, "0")}`;
-      const nextState: RunState = { done: state.done + r.done, slices: state.slices + 1 };
+      if (inputDone && r.done === slice.length && state.files) {
+        await finalize(ctx, state, "completed", held, r);
+        return "finished";
+      }
+      const id = sliceId(rec.id, state.slices);
+      const nextState: RunState = { ...state, done: state.done + r.done, slices: state.slices + 1 };
       await commit(ctx, nextState, (cur) => ({ ...cur, usage: addUsage(cur.usage, r.usage), requestCounts: { ...cur.requestCounts, completed: cur.requestCounts.completed + r.completed, failed: cur.requestCounts.failed + r.failed } }), [
         { op: "insert", kind: SLICE_KIND, scope, record: { id, parentId: rec.id, createdAt: deps.clock.now(), data: { output: r.output, errors: r.errors } satisfies SliceRecord } },
       ]);
       state = nextState;
+      if (held) {
+        held.output.push(r.output);
+        held.errors.push(r.errors);
+        held.chars += r.output.length + r.errors.length;
+        if (held.chars > HELD_SLICE_CHARS) held = null;
+      }
       slice = slice.slice(r.done);
       const rest = opts.sliceIntervalMs - (Date.now() - started);
       if (rest > 0) await sleep(rest, undefined, { signal: ctx.signal });
       return "go";
     };
-    for await (const lines of requests()) {
-      for (const r of lines) slice.push(r);
-      while (slice.length >= opts.sliceLines) {
-        const go = await flush();
+    // One chunk of input read ahead, to know when the slice being run is the last.
+    const source = requests();
+    let chunk = await source.next();
+    while (!chunk.done) {
+      for (const r of chunk.value) slice.push(r);
+      chunk = await source.next();
+      const inputDone = chunk.done === true;
+      while (slice.length >= opts.sliceLines || (inputDone && slice.length > 0)) {
+        const go = await flush(inputDone);
+        if (go === "finished") return null;
         if (go !== "go") {
-          await finalize(ctx, state, go);
+          await finalize(ctx, state, go, held);
           return null;
         }
       }
     }
-    let go: "go" | "cancelled" | "expired" = "go";
-    while (go === "go" && slice.length) go = await flush();
-    await finalize(ctx, state, go === "go" ? "completed" : go);
+    await finalize(ctx, state, "completed", held);
     return null;
   };
 }
