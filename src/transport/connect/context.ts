@@ -8,6 +8,7 @@ import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, type ContextValues, type HandlerContext } from "@connectrpc/connect";
 import type { IncomingHttpHeaders } from "node:http";
 import { NodeHeaders } from "../node-headers.js";
+import { ResponseHeaders } from "../response-headers.js";
 
 export interface RawRequestLike {
   url?: string;
@@ -25,8 +26,8 @@ export class LeanHandlerContext implements HandlerContext {
   readonly protocolName = "connect";
   readonly requestMethod = "POST";
   readonly requestHeader: Headers;
-  readonly responseHeader = new Headers();
-  readonly responseTrailer = new Headers();
+  readonly responseHeader: Headers = new ResponseHeaders();
+  readonly responseTrailer: Headers = new ResponseHeaders();
   readonly values: ContextValues;
   /** Absolute deadline (ms since epoch) from Connect-Timeout-Ms, if any. */
   readonly deadline: number | undefined;

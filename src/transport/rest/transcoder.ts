@@ -19,6 +19,7 @@ import type { ServiceBinding } from "../../common/service.js";
 import { decodeStringValue, fromRestJson, restJsonAcceptsInit, toRestJson } from "./json.js";
 import { isMultipart, multipartMessages, type MultipartShape } from "./multipart.js";
 import { NodeHeaders } from "../node-headers.js";
+import { ResponseHeaders } from "../response-headers.js";
 
 
 interface RouteBinding {
@@ -132,8 +133,8 @@ export function bindRoute(service: DescService, method: DescMethod, multipartSha
 
 /** HandlerContext for a REST call. Cheap: the abort signal is only built if a handler asks. */
 class RestContext implements HandlerContext {
-  readonly responseHeader = new Headers();
-  readonly responseTrailer = new Headers();
+  readonly responseHeader: Headers = new ResponseHeaders();
+  readonly responseTrailer: Headers = new ResponseHeaders();
   readonly protocolName = "rest";
   private controller: AbortController | undefined;
   constructor(
