@@ -27,7 +27,7 @@ import { frameworkErrorHandler, installErrorHandler, installNotFoundHandler } fr
 import type { ServiceBinding } from "./common/service.js";
 import { allowedMethods, registerRestRoutes } from "./transport/rest/transcoder.js";
 import type { MultipartShape } from "./transport/rest/multipart.js";
-import { systemClock, type Clock, type ServiceDeps } from "./services/deps.js";
+import { systemClock, type AreaEvents, type Clock, type ServiceDeps } from "./services/deps.js";
 import { ExpirySweeper } from "./jobs/expiry.js";
 import { JobRunner } from "./jobs/runner.js";
 import { SqliteJobStore } from "./jobs/sqlite-job-store.js";
@@ -117,14 +117,20 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   const { records, blobs } = await openStorage(cfg.dataDir, { now: () => clock.now(), migrations: areas.flatMap((a) => a.migrations ?? []) });
   const keys = new KeyStore(records);
   const { generatedAdminKey } = await bootstrap(keys, cfg);
-  const deps: ServiceDeps = { records, blobs, keys, clock, log };
+  const runtimes: AreaRuntime[] = [];
+  // Events reach every area's hook; none is sent before the areas are set up (no request yet).
+  const events: AreaEvents = {
+    async fileDeleted(scope, fileId) {
+      for (const r of runtimes) await r.onFileDeleted?.(scope, fileId);
+    },
+  };
+  const deps: ServiceDeps = { records, blobs, keys, clock, log, events };
   const auth = new Authenticator(keys);
   const providers = new Providers(cfg.providers);
   const jobs = new JobRunner(new SqliteJobStore(records), { log });
   // Rate limits, metrics, /readyz, /openapi.json, reflection, graceful shutdown (src/operability/).
   const ops = await Operability.open({ env: opts.env ?? process.env, log, records, blobs, file: cfg.file });
 
-  const runtimes: AreaRuntime[] = [];
   try {
     for (const area of areas) runtimes.push(await area.setup({ deps, config: cfg, providers, jobs, limits: ops.limits }));
     requireAccessRules(runtimes.flatMap((r) => r.services));

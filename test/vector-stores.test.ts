@@ -399,6 +399,23 @@ describe("detach vs delete", () => {
     expect((await client.files.retrieve(keep)).id).toBe(keep);
     await expectError(await api(s.baseURL, `/vector_stores/${two.id}/files`), 404, { param: "vector_store_id" });
   });
+
+  it("a File that expires leaves every store it was attached to, and its chunks leave the index", async () => {
+    const vs = await client.vectorStores.create({ name: "short-lived file" });
+    const file = await client.files.create({
+      file: await toFile(Buffer.from("Lighthouse keepers logged every passing ship by lamplight."), "keepers.txt"),
+      purpose: "assistants",
+      expires_after: { anchor: "created_at", seconds: 3600 },
+    });
+    await client.vectorStores.files.createAndPoll(vs.id, { file_id: file.id }, { pollIntervalMs: 50 });
+    expect((await client.vectorStores.search(vs.id, { query: "lighthouse keepers" })).data.map((h) => h.file_id)).toEqual([file.id]);
+    clock.advance(3601);
+    await s.sweeper.runOnce();
+    await sdkError(client.files.retrieve(file.id), 404);
+    await sdkError(client.vectorStores.files.retrieve(file.id, { vector_store_id: vs.id }), 404);
+    expect((await client.vectorStores.search(vs.id, { query: "lighthouse keepers" })).data).toEqual([]);
+    expect((await client.vectorStores.retrieve(vs.id)).file_counts.total).toBe(0);
+  });
 });
 
 describe("expiry", () => {

@@ -7,6 +7,7 @@ import type { AtriumConfig } from "../config.js";
 import type { Providers } from "../providers/registry.js";
 import type { ServiceBinding } from "../common/service.js";
 import type { Migration } from "../storage/index.js";
+import type { Scope } from "../storage/types.js";
 import type { MultipartShape } from "../transport/rest/multipart.js";
 import type { ExpiryHandler } from "../jobs/expiry.js";
 import type { JobHandler, JobRunner, KindOptions } from "../jobs/runner.js";
@@ -38,6 +39,8 @@ export interface AreaRuntime {
   expiry?: Record<string, ExpiryHandler>;
   /** Handlers of the job kinds the area enqueues (kind names are global: prefix them with the area). */
   jobs?: Record<string, { handler: JobHandler<any, any, any>; options?: Partial<KindOptions> }>;
+  /** A File was deleted or has expired (deps.events.fileDeleted): drop what refers to it. */
+  onFileDeleted?(scope: Scope, fileId: string): Promise<void>;
   /** Called when the server stops, after it stopped taking requests. */
   stop?(): Promise<void>;
 }

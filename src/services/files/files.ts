@@ -2,7 +2,7 @@
 // by Uploads, which complete into a File. Record metadata and bytes are kept apart: the record in
 // the RecordStore, the content in the BlobStore under the file's id.
 import { ApiError, invalidParam, missingParam, notFound } from "../../common/errors.js";
-import type { RecordStore, Scope, StoredRecord } from "../../storage/types.js";
+import type { Scope, StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { newId } from "../../common/ids.js";
 
@@ -115,21 +115,6 @@ export async function releaseFileBytes(deps: Pick<ServiceDeps, "records" | "blob
   await deps.blobs.delete(fileId);
 }
 
-/**
- * Called after a File is deleted or has expired, so other areas drop what refers to it (vector
- * stores detach it). Kept per record store, so servers sharing a process stay apart.
- */
-export type FileDeletedListener = (scope: Scope, fileId: string) => Promise<void>;
-const fileDeletedListeners = new WeakMap<RecordStore, FileDeletedListener[]>();
-
-export function onFileDeleted(records: RecordStore, listener: FileDeletedListener): void {
-  fileDeletedListeners.set(records, [...(fileDeletedListeners.get(records) ?? []), listener]);
-}
-
-export async function fileDeleted(records: RecordStore, scope: Scope, fileId: string): Promise<void> {
-  for (const listener of fileDeletedListeners.get(records) ?? []) await listener(scope, fileId);
-}
-
 export class Files {
   constructor(private readonly deps: ServiceDeps) {}
 
@@ -155,7 +140,7 @@ export class Files {
 
   async delete(scope: Scope, id: string): Promise<void> {
     if (!(await this.collection.delete(scope, id))) await this.get(scope, id);
-    await fileDeleted(this.deps.records, scope, id);
+    await this.deps.events.fileDeleted(scope, id);
     await releaseFileBytes(this.deps, scope, id);
   }
 }

@@ -1,7 +1,7 @@
 // The Files area (spec 4.5): the worked example of an area module (README, "Adding an API area").
 import { FilesService } from "../../../gen/atrium/v1/files_pb.js";
 import type { ApiArea } from "../area.js";
-import { FILE_KIND, fileDeleted, releaseFileBytes } from "./files.js";
+import { FILE_KIND, releaseFileBytes } from "./files.js";
 import { createFilesService } from "./handler.js";
 
 export const filesArea: ApiArea = {
@@ -13,7 +13,7 @@ export const filesArea: ApiArea = {
     // An expired file's record goes with the sweep; its bytes go here (unless a container file shares them).
     expiry: {
       [FILE_KIND]: async (scope, rec) => {
-        await fileDeleted(deps.records, scope, rec.id);
+        await deps.events.fileDeleted(scope, rec.id);
         await releaseFileBytes(deps, scope, rec.id);
       },
     },

@@ -6,7 +6,6 @@ import { Ingester } from "../../engines/ingest/index.js";
 import { SqliteSearchIndex } from "../../engines/search/index.js";
 import type { SqliteRecordStore } from "../../storage/sqlite-records.js";
 import type { ApiArea } from "../area.js";
-import { onFileDeleted } from "../files/files.js";
 import type { TimerData } from "../../jobs/index.js";
 import { denseEnabledFromEnv, denseSource } from "./embedder.js";
 import { createVectorStoresService } from "./handler.js";
@@ -23,10 +22,10 @@ export const vectorStoresArea: ApiArea = {
     jobs.onFinished(INGEST_JOB_KIND, async (job) => {
       if (job.state !== "succeeded") await settleAbandoned(vs, job.scope, job.payload as IngestPayload, job.lastError);
     });
-    // Deleting a File (or its expiry) detaches it from every store.
-    onFileDeleted(deps.records, (scope, fileId) => vs.onFileDeleted(scope, fileId));
     return {
       services: [{ desc: VectorStoresService, impl: createVectorStoresService(vs, limits) }],
+      // Deleting a File (or its expiry) detaches it from every store.
+      onFileDeleted: (scope, fileId) => vs.onFileDeleted(scope, fileId),
       jobs: { [INGEST_JOB_KIND]: { handler: ingestHandler(vs), options: INGEST_OPTIONS } },
       expiry: { [EXPIRY_TIMER_KIND]: (scope, rec) => vs.onExpiryTimer(scope, (rec.data as TimerData).targetId) },
       stop: async () => {
