@@ -22,7 +22,7 @@ export interface LineError {
   param: string | null;
 }
 
-export type Line = { line: number; text: string };
+type Line = { line: number; text: string };
 
 /**
  * Non-blank lines of a blob with their 1-based numbers, in arrays of up to `n` (one await per
@@ -77,12 +77,7 @@ export function parseLine(text: string, line: number, endpoint: string): InputLi
   return { line, customId: v.custom_id, body: v.body };
 }
 
-/**
- * Files up to this size keep their lines in memory from validation to the run (read once). The
- * text is kept, not the parsed requests: each is parsed again just before it runs, so a request
- * lives a moment instead of the whole run, which costs the garbage collector far more (every
- * young-generation collection would copy every parsed request not yet run) than a second parse.
- */
+/** Files up to this size keep their parsed lines in memory from validation to the run (read once). */
 export const KEEP_PARSED_BYTES = 16 * 1024 * 1024;
 
 /** Checks the whole file: the number of requests, or the errors (line order, at most MAX_LISTED_ERRORS). */
@@ -91,15 +86,14 @@ export async function checkInput(
   key: string,
   endpoint: string,
   opts: { keep?: boolean } = {},
-): Promise<{ total: number; model: string | null; errors: LineError[]; lines?: Line[] }> {
-  const kept: Line[] | undefined = opts.keep ? [] : undefined;
+): Promise<{ total: number; model: string | null; errors: LineError[]; lines?: InputLine[] }> {
+  const kept: InputLine[] | undefined = opts.keep ? [] : undefined;
   const seen = new Set<string>();
   const errors: LineError[] = [];
   let total = 0;
   let model: string | null = null;
   outer: for await (const lines of fileLines(blobs, key)) {
-    for (const l of lines) {
-      const { line, text } = l;
+    for (const { line, text } of lines) {
       total++;
       if (total > MAX_REQUESTS) {
         errors.push({ code: "too_many_requests", line, message: `The input file has more than ${MAX_REQUESTS} requests; split it into several batches.`, param: null });
@@ -115,7 +109,7 @@ export async function checkInput(
         continue;
       }
       seen.add(r.customId);
-      kept?.push(l);
+      kept?.push(r);
       if (model === null && typeof r.body.model === "string") model = r.body.model;
     }
   }

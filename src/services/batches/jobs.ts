@@ -18,7 +18,7 @@ import type { ServiceDeps } from "../deps.js";
 import { FILE_KIND, newFileId, type FileRecord } from "../files/files.js";
 import { BATCH_KIND, type BatchRecord } from "./batches.js";
 import { zeroUsage, type EndpointCall, type Endpoint, type Usage } from "./endpoints.js";
-import { checkInput, fileLines, KEEP_PARSED_BYTES, parseLine, type Line } from "./input.js";
+import { checkInput, fileLines, KEEP_PARSED_BYTES, parseLine, type InputLine } from "./input.js";
 
 export const SLICE_KIND = "batch_slice";
 
@@ -135,7 +135,7 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
    * Runs a slice's requests, at most `concurrency` at once, taking no new one after `sliceMs`:
    * the results of the first `done` lines, in input order, as output and error JSONL text.
    */
-  async function runSlice(batch: BatchRecord, lines: Line[], signal: AbortSignal): Promise<SliceResult> {
+  async function runSlice(batch: BatchRecord, lines: InputLine[], signal: AbortSignal): Promise<SliceResult> {
     const call = opts.calls[batch.endpoint];
     // Each result is turned into its output line as soon as it is there (no result objects kept).
     const texts: string[] = new Array(lines.length);
@@ -157,10 +157,7 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
       const ctx = call?.context(batch.principal, sliceAbort.signal);
       while (next < lines.length && (next === 0 || (chars < opts.sliceChars && Date.now() <= deadline))) {
         const i = next++;
-        // Parsed here, not kept from validation (see KEEP_PARSED_BYTES).
-        const line = parseLine(lines[i]!.text, lines[i]!.line, batch.endpoint);
-        // Validated before the run, and files never change: this would be corruption.
-        if ("code" in line) throw new PermanentJobError(`batch ${batch.id}: input line ${line.line} no longer parses (${line.message})`);
+        const line = lines[i]!;
         const r = call
           ? await call.call(line.body as never, ctx!)
           : { status: 400, body: { error: { message: `The endpoint ${batch.endpoint} is not available on this server.`, type: "invalid_request_error", param: null, code: "endpoint_unavailable" } }, usage: null };
@@ -270,8 +267,8 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     if (!rec) throw new PermanentJobError(`batch ${ctx.job.payload.batchId} does not exist`);
     if (TERMINAL.has(rec.data.status)) return null;
     let state: RunState = ctx.job.checkpoint ?? { done: 0, slices: 0 };
-    // The lines validation read (small files); otherwise (and after a restart) the file is read again.
-    let kept: Line[] | undefined;
+    // The requests as validation parsed them (small files); otherwise (and after a restart) the file is read again.
+    let parsed: InputLine[] | undefined;
 
     if (rec.data.status === "validating" || (rec.data.status === "cancelling" && rec.data.inProgressAt === null)) {
       if (rec.data.status === "cancelling") {
@@ -280,7 +277,7 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
       }
       const size = (await deps.blobs.size(rec.data.inputFileId)) ?? Infinity;
       const check = await checkInput(deps.blobs, rec.data.inputFileId, rec.data.endpoint, { keep: size <= KEEP_PARSED_BYTES });
-      kept = check.lines;
+      parsed = check.lines;
       const now = deps.clock.now();
       if (check.errors.length) {
         await ctx.complete(null, [
@@ -310,20 +307,26 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     const current = (await batches().get(scope, rec.id))!.data;
     // Requests from the resume point on: the lines validation kept, or the file read again.
     const from = state.done;
-    async function* requests(): AsyncGenerator<Line[]> {
-      if (kept) {
-        for (let i = from; i < kept.length; i += opts.sliceLines) yield kept.slice(i, i + opts.sliceLines);
+    async function* requests(): AsyncGenerator<InputLine[]> {
+      if (parsed) {
+        for (let i = from; i < parsed.length; i += opts.sliceLines) yield parsed.slice(i, i + opts.sliceLines);
         return;
       }
       let n = 0;
       for await (const lines of fileLines(deps.blobs, current.inputFileId)) {
-        const out = n + lines.length <= from ? [] : lines.slice(Math.max(0, from - n));
-        n += lines.length;
+        const out: InputLine[] = [];
+        for (const { line, text } of lines) {
+          if (n++ < from) continue;
+          const r = parseLine(text, line, current.endpoint);
+          // Validated before the run, and files never change: this would be corruption.
+          if ("code" in r) throw new PermanentJobError(`batch ${rec!.id}: input line ${line} no longer parses (${r.message})`);
+          out.push(r);
+        }
         if (out.length) yield out;
       }
     }
     let held: HeldSlices | null = { from: state.slices, output: [], errors: [], chars: 0 };
-    let slice: Line[] = [];
+    let slice: InputLine[] = [];
     /**
      * Runs one slice (or part of it, at its limits) and commits it; what is left stays in `slice`.
      * When it is the batch's last (`inputDone` and it all ran), it is not committed on its own:
