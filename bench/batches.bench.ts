@@ -1,7 +1,7 @@
 /**
  * Batch throughput: a batch of 10,000 /v1/responses/input_tokens lines, from create to completed
  * (validation, the runs, the commits, the output file), against calling the same service
- * implementation in a loop on the same lines (parse the line, decode the body, call
+ * implementation in a loop on the same lines (parse the line, decode the body with the decoder REST and batches use, call
  * countInputTokens, one context for all calls) — the baseline, measured in the same run. Ratio = baseline time / batch time.
  *
  *   node --import tsx bench/batches.bench.ts [--lines 10000] [--runs 3]
@@ -12,7 +12,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
-import { fromJson } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { fromRestJson } from "../src/common/rest-json.js";
 import { createContextValues, createHandlerContext } from "@connectrpc/connect";
 import { ResponsesService } from "../gen/atrium/v1/responses_pb.js";
 import { principalKey, type Principal } from "../src/auth/principal.js";
@@ -106,7 +107,7 @@ async function loopRun(): Promise<number> {
     for (const text of fileText.split("\n")) {
       if (!text) continue;
       const line = JSON.parse(text);
-      await impl.countInputTokens(fromJson(ResponsesService.method.countInputTokens.input, line.body), ctx);
+      await impl.countInputTokens(create(ResponsesService.method.countInputTokens.input, fromRestJson(ResponsesService.method.countInputTokens.input, line.body) as never), ctx);
     }
     return performance.now() - t0;
   });

@@ -113,6 +113,21 @@ describe("a token-counting batch", () => {
     }
     expect(done.error_file_id).toBeNull();
   });
+
+  it("a body REST refuses (an unknown or mistyped field) gets REST's exact 400 in the error file", async () => {
+    const bodies = [{ model: "gpt-4o", input: "Hi", colour: "blue" }, { model: "gpt-4o", input: "Hi", instructions: 42 }];
+    const file = await uploadBatch(client, bodies.map((b, i) => line(`bad${i}`, "/v1/responses/input_tokens", b)));
+    const done = await waitFor(client, (await client.batches.create({ input_file_id: file.id, endpoint: INPUT_TOKENS, completion_window: "24h" })).id);
+    expect(done.request_counts).toMatchObject({ total: 2, completed: 0, failed: 2 });
+    const errs = await lines(client, done.error_file_id);
+    for (const [i, b] of bodies.entries()) {
+      const res = await api(s.baseURL, "/responses/input_tokens", { method: "POST", json: b });
+      expect(res.status).toBe(400);
+      expect(errs[i]).toMatchObject({ custom_id: `bad${i}`, response: { status_code: 400, body: await res.json() } });
+    }
+    expect(errs[0].response.body.error.param).toBe("colour");
+    expect(errs[1].response.body.error.param).toBe("instructions");
+  });
 });
 
 describe("/v1/chat/completions and /v1/responses batches go to the responses provider", () => {

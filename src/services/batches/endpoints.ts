@@ -3,16 +3,16 @@
 // context carrying the batch creator's principal, so they act in the creator's project — or, for
 // /v1/responses and /v1/chat/completions, to the configured responses provider. Nothing goes
 // through HTTP. Each result is the REST status and body the same call would have answered.
-import { create, fromJson, type DescMessage, type DescMethod, type DescService, type JsonValue } from "@bufbuild/protobuf";
-import { ConnectError, createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import { create, type DescMessage, type DescMethod, type DescService, type JsonValue } from "@bufbuild/protobuf";
+import { createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { EmbeddingsService } from "../../../gen/atrium/v1/embeddings_pb.js";
 import { ResponsesService } from "../../../gen/atrium/v1/responses_pb.js";
 import { principalKey, type Principal } from "../../auth/principal.js";
-import { ApiError, toRestError } from "../../common/errors.js";
+import { toRestError } from "../../common/errors.js";
 import { ProviderUnavailable } from "../../providers/registry.js";
 import type { JsonObject, ResponsesProvider } from "../../providers/types.js";
 import { UpstreamError } from "../../providers/upstream.js";
-import { restJson } from "./rest-json.js";
+import { fromRestJson, restJsonAcceptsInit, toRestJson } from "../../common/rest-json.js";
 
 export interface Usage {
   input_tokens: number;
@@ -57,11 +57,6 @@ function errorResult(e: unknown): RequestResult {
     return { status, body: { error: { message: e.message, type: e.type ?? "server_error", param: e.param, code: e.code } }, usage: null };
   }
   if (e instanceof ProviderUnavailable) return { status: 400, body: { error: { message: e.message, type: "invalid_request_error", param: null, code: "provider_unavailable" } }, usage: null };
-  if (e instanceof ConnectError && !(e instanceof ApiError)) {
-    // fromJson's complaints about the body (an unknown or mistyped field).
-    const msg = e.rawMessage.replace(/^cannot decode [^:]*: /, "");
-    return { status: 400, body: { error: { message: `Invalid request body: ${msg}`, type: "invalid_request_error", param: null, code: "invalid_request_body" } }, usage: null };
-  }
   const { status, body } = toRestError(e);
   return { status, body: body as unknown as JsonValue, usage: null };
 }
@@ -73,13 +68,17 @@ function local<I extends DescMessage, O extends DescMessage>(
   impl: (req: any, ctx: HandlerContext) => unknown,
   usageOf: (out: any) => Usage | null,
 ): EndpointCall {
+  const initIsMessage = restJsonAcceptsInit(method.output);
   return {
     context: (principal, signal) => contextFor(service, method, principal, signal),
     async call(body, ctx) {
       try {
-        const req = fromJson(method.input, body as JsonValue);
-        const out = create(method.output, (await impl(req, ctx)) as never);
-        return { status: 200, body: restJson(method.output, out as never), usage: usageOf(out) };
+        // Decoded and encoded as the REST transcoder does, so a line's body (and a bad field's
+        // error) is byte-for-byte what the same call over REST answers.
+        const req = create(method.input, fromRestJson(method.input, body) as never);
+        const res = (await impl(req, ctx)) as any;
+        const out = res.$typeName || initIsMessage ? res : create(method.output, res);
+        return { status: 200, body: toRestJson(method.output, out) as JsonValue, usage: usageOf(out) };
       } catch (e) {
         return errorResult(e);
       }

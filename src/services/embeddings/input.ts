@@ -5,7 +5,7 @@
 import { invalidParam, missingParam } from "../../common/errors.js";
 import { countEmbeddingTokens } from "../../engines/embeddings/index.js";
 import { getEncoding } from "../../engines/tokenizer/index.js";
-import { typeError } from "../../transport/rest/json.js";
+import { typeError } from "../../common/rest-json.js";
 
 export const MAX_INPUTS = 2048;
 export const MAX_INPUT_TOKENS = 8192;

@@ -8,7 +8,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Readable } from "node:stream";
 import { create, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { ApiError } from "../../common/errors.js";
-import { decodeStringValue } from "./json.js";
+import { decodeStringValue } from "../../common/rest-json.js";
 
 export interface MultipartShape {
   /** Name of the form part that carries the bytes. */

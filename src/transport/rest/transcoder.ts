@@ -16,7 +16,7 @@ import type { HttpRule } from "../../../gen/google/api/http_pb.js";
 import { http_header, ContentRangeSchema } from "../../../gen/atrium/v1/options_pb.js";
 import { ApiError, toRestError } from "../../common/errors.js";
 import type { ServiceBinding } from "../../common/service.js";
-import { decodeStringValue, fromRestJson, restJsonAcceptsInit, toRestJson } from "./json.js";
+import { decodeStringValue, fromRestJson, restJsonAcceptsInit, toRestJson } from "../../common/rest-json.js";
 import { isMultipart, multipartMessages, type MultipartShape } from "./multipart.js";
 import { NodeHeaders } from "../node-headers.js";
 import { ResponseHeaders } from "../response-headers.js";

@@ -5,7 +5,7 @@
 // argument supplied", "Invalid type for 'x'"). Plans are compiled once per message type.
 import { create, fromJson, toJson, ScalarType, type DescField, type DescMessage, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema, StructSchema, ListValueSchema } from "@bufbuild/protobuf/wkt";
-import { ApiError } from "../../common/errors.js";
+import { ApiError } from "./errors.js";
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type Encoder = (value: any) => Json;
