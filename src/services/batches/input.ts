@@ -3,6 +3,7 @@
 // to the batch's endpoint. Read as a stream: memory does not grow with the file.
 import { createInterface } from "node:readline";
 import type { BlobStore } from "../../storage/types.js";
+import { TurnTaker } from "../../common/yield.js";
 
 export const MAX_REQUESTS = 50_000;
 /** Errors listed in errors.data at most (the first ones, in line order). */
@@ -92,8 +93,11 @@ export async function checkInput(
   const errors: LineError[] = [];
   let total = 0;
   let model: string | null = null;
+  const turns = new TurnTaker();
   outer: for await (const lines of fileLines(blobs, key)) {
     for (const { line, text } of lines) {
+      const turn = turns.check();
+      if (turn) await turn;
       total++;
       if (total > MAX_REQUESTS) {
         errors.push({ code: "too_many_requests", line, message: `The input file has more than ${MAX_REQUESTS} requests; split it into several batches.`, param: null });

@@ -12,6 +12,7 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { newId } from "../../common/ids.js";
+import { TurnTaker } from "../../common/yield.js";
 import { PermanentJobError, type JobContext } from "../../jobs/runner.js";
 import { VersionConflict, type Scope, type WriteOp } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
@@ -152,10 +153,17 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     const sliceAbort = new AbortController();
     const onAbort = () => sliceAbort.abort(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });
+    const turns = new TurnTaker();
     const worker = async () => {
       // One context per worker and slice: the services read only its principal and signal.
       const ctx = call?.context(batch.principal, sliceAbort.signal);
       while (next < lines.length && (next === 0 || (chars < opts.sliceChars && Date.now() <= deadline))) {
+        // Local requests resolve at once: without this the whole slice would hold the event loop.
+        const turn = turns.check();
+        if (turn) {
+          await turn;
+          continue; // the slice's limits are checked again
+        }
         const i = next++;
         const line = lines[i]!;
         const r = call
