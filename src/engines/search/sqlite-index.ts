@@ -374,8 +374,9 @@ export class SqliteSearchIndex implements SearchIndex {
           `CREATE VIRTUAL TABLE ${ftsTable(ord)} USING fts5 (text, content = '', contentless_delete = 1, tokenize = '${FTS_TOKENIZER}')`,
         );
       }
-      const fts = this.fts((this.sStore.get(storeId) as StoreRow).ord);
-      this.tuneFts((this.sStore.get(storeId) as StoreRow).ord);
+      const storeOrd = (this.sStore.get(storeId) as StoreRow).ord;
+      const fts = this.fts(storeOrd);
+      this.tuneFts(storeOrd);
       if (dim !== null) {
         this.sSetDim.run(dim, storeId);
         const stored = (this.sStore.get(storeId) as StoreRow).dim;
