@@ -74,7 +74,7 @@ export const batchesArea: ApiArea = {
       jobs: {
         // Short leases: a killed server's batches are picked up seconds after a restart.
         [RUN_JOB_KIND]: {
-          handler: createBatchRunner(deps, { concurrency: settings.concurrency, sliceLines: settings.slice_lines, sliceMs: settings.slice_ms, sliceChars: settings.slice_bytes, sliceIntervalMs: settings.slice_interval_ms, calls }),
+          handler: createBatchRunner(deps, { concurrency: settings.concurrency, sliceLines: settings.slice_lines, sliceMs: settings.slice_ms, sliceBytes: settings.slice_bytes, sliceIntervalMs: settings.slice_interval_ms, calls }),
           options: { concurrency: 2, leaseMs: 5000 },
         },
       },

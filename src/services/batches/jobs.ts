@@ -1,5 +1,5 @@
 // Running a batch: one durable job per batch. The input is read as a stream in slices of up to
-// `sliceLines` requests, `sliceMs` of work or `sliceChars` of output; each slice runs with at most
+// `sliceLines` requests, `sliceMs` of work or `sliceBytes` of output; each slice runs with at most
 // `concurrency` requests at once, and its results (the output and error lines, the counts, the
 // usage) commit in ONE transaction with the runner's checkpoint ("slices done: n"). After a crash
 // or SIGKILL the next run starts at the first slice not committed: a request whose result was
@@ -28,8 +28,8 @@ export interface RunnerOptions {
   sliceLines: number;
   /** A slice also ends after this much work (slow upstream calls commit often). */
   sliceMs: number;
-  /** …or once its output lines reach this many characters (large embeddings lines commit in pieces). */
-  sliceChars: number;
+  /** …or once its output lines reach this many bytes (large embeddings lines commit in pieces). */
+  sliceBytes: number;
   /** Minimum time per slice: a simple throttle (an upstream's rate limit); 0 = none. */
   sliceIntervalMs: number;
   calls: Partial<Record<Endpoint, EndpointCall>>;
@@ -67,16 +67,16 @@ const TERMINAL = new Set(["failed", "completed", "expired", "cancelled"]);
 const sliceId = (batchId: string, n: number) => `${batchId}:${String(n).padStart(6, "0")}`;
 
 /**
- * The text of the slices this run committed, from slice `from` on, so that finalizing writes the
- * output files without reading them back; dropped past HELD_SLICE_CHARS (then they are read back).
+ * The lines of the slices this run committed, from slice `from` on, so that finalizing writes the
+ * output files without reading them back; dropped past HELD_SLICE_BYTES (then they are read back).
  */
 interface HeldSlices {
   from: number;
   output: Buffer[];
   errors: Buffer[];
-  chars: number;
+  bytes: number;
 }
-const HELD_SLICE_CHARS = 32 * 1024 * 1024;
+const HELD_SLICE_BYTES = 32 * 1024 * 1024;
 
 function addUsageTo(a: Usage, b: Usage): void {
   a.input_tokens += b.input_tokens;
@@ -88,13 +88,9 @@ function addUsageTo(a: Usage, b: Usage): void {
 
 function addUsage(a: Usage, b: Usage | null): Usage {
   if (!b) return a;
-  return {
-    input_tokens: a.input_tokens + b.input_tokens,
-    cached_tokens: a.cached_tokens + b.cached_tokens,
-    output_tokens: a.output_tokens + b.output_tokens,
-    reasoning_tokens: a.reasoning_tokens + b.reasoning_tokens,
-    total_tokens: a.total_tokens + b.total_tokens,
-  };
+  const sum = { ...a };
+  addUsageTo(sum, b);
+  return sum;
 }
 
 /**
@@ -113,6 +109,9 @@ class LineSink {
       this.buf = next;
     }
     this.len += this.buf.write(text, this.len, "utf8");
+  }
+  get length(): number {
+    return this.len;
   }
   bytes(): Buffer {
     return this.buf.subarray(0, this.len);
@@ -181,7 +180,6 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     let hasUsage = false;
     const id = idPool(lines.length * 2);
     const deadline = Date.now() + opts.sliceMs;
-    let chars = 0;
     // Indices are taken in order and every one taken is run, so the first `next` results are all there.
     let next = 0;
     // One signal per slice, linked to the run's: each request's context listens on it, and a
@@ -193,7 +191,8 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     const worker = async () => {
       // One context per worker and slice: the services read only its principal and signal.
       const ctx = call?.context(batch.principal, sliceAbort.signal);
-      while (next < lines.length && (next === 0 || (chars < opts.sliceChars && Date.now() <= deadline))) {
+      // The bytes of the lines in the sinks: those still out of order (at most `concurrency`) are not counted yet.
+      while (next < lines.length && (next === 0 || (out.length + errs.length < opts.sliceBytes && Date.now() <= deadline))) {
         // Local requests resolve at once: without this the whole slice would hold the event loop.
         const turn = turns.check();
         if (turn) {
@@ -207,7 +206,6 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
           : { status: 400, body: { error: { message: `The endpoint ${batch.endpoint} is not available on this server.`, type: "invalid_request_error", param: null, code: "endpoint_unavailable" } }, usage: null };
         // The platform's output line; keys in the order JSON.stringify of the object would give.
         const text = `{"id":"batch_req_${id()}","custom_id":${JSON.stringify(line.customId)},"response":{"status_code":${r.status},"request_id":"req_${id()}","body":${JSON.stringify(r.body)}},"error":null}\n`;
-        chars += text.length;
         ok[i] = r.status >= 200 && r.status < 300;
         texts[i] = text;
         if (i === written) flushInOrder();
@@ -374,7 +372,7 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
         if (out.length) yield out;
       }
     }
-    let held: HeldSlices | null = { from: state.slices, output: [], errors: [], chars: 0 };
+    let held: HeldSlices | null = { from: state.slices, output: [], errors: [], bytes: 0 };
     let slice: InputLine[] = [];
     /**
      * Runs one slice (or part of it, at its limits) and commits it; what is left stays in `slice`.
@@ -401,8 +399,8 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
       if (held) {
         held.output.push(r.output);
         held.errors.push(r.errors);
-        held.chars += r.output.length + r.errors.length;
-        if (held.chars > HELD_SLICE_CHARS) held = null;
+        held.bytes += r.output.length + r.errors.length;
+        if (held.bytes > HELD_SLICE_BYTES) held = null;
       }
       slice = slice.slice(r.done);
       const rest = opts.sliceIntervalMs - (Date.now() - started);
