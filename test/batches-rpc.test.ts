@@ -14,6 +14,7 @@ import { BatchesService, type Batch } from "../gen/atrium/v1/batches_pb.js";
 import { FilesService } from "../gen/atrium/v1/files_pb.js";
 import { API_KEY, KEYS, startTestServer, tempDir, testConfig, type TestServer } from "./helpers/server.js";
 import { as, download, expectRpcError, fileMessages } from "./helpers/rpc.js";
+import { pollUntil } from "./helpers/poll.js";
 
 let s: TestServer;
 /** Slow slices (2 requests, at least 60 ms each), so that a batch can be cancelled half-way. */
@@ -32,7 +33,6 @@ afterAll(async () => {
 });
 
 const me = as(API_KEY);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const line = (custom_id: string, url: string, body: unknown) => ({ custom_id, method: "POST", url, body });
 const jsonl = (rows: unknown[]) => rows.map((r) => (typeof r === "string" ? r : JSON.stringify(r))).join("\n") + "\n";
 
@@ -47,15 +47,8 @@ for (const [name, make] of [
     };
     const upload = async (files: Client<typeof FilesService>, rows: unknown[]) =>
       (await files.createFile(fileMessages({ purpose: "batch", filename: "batch.jsonl" }, Buffer.from(jsonl(rows))), me)).id;
-    async function waitFor(batches: Client<typeof BatchesService>, id: string, until: (b: Batch) => boolean = (b) => ["completed", "failed", "cancelled", "expired"].includes(b.status)) {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const b = await batches.getBatch({ batchId: id }, me);
-        if (until(b)) return b;
-        if (Date.now() > deadline) throw new Error(`batch ${id} still ${b.status}`);
-        await sleep(25);
-      }
-    }
+    const waitFor = (batches: Client<typeof BatchesService>, id: string, until: (b: Batch) => boolean = (b) => ["completed", "failed", "cancelled", "expired"].includes(b.status)) =>
+      pollUntil(() => batches.getBatch({ batchId: id }, me), until, `batch ${id}`, { intervalMs: 25 });
     const outputLines = async (files: Client<typeof FilesService>, id: string | undefined) =>
       id
         ? Buffer.from((await download(files, id, me)).data)

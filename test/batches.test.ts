@@ -14,6 +14,7 @@ import { BatchesService } from "../gen/atrium/v1/batches_pb.js";
 import { ADMIN_KEY, API_KEY, KEYS, ManualClock, startTestServer, tempDir, testConfig, type TestServer } from "./helpers/server.js";
 import { api, expectError, sdk, sdkError, toFile } from "./helpers/rest.js";
 import { as, expectRpcError } from "./helpers/rpc.js";
+import { pollUntil } from "./helpers/poll.js";
 
 function configWith(dir: string, batches: Record<string, number>): string {
   const path = testConfig(dir);
@@ -39,15 +40,8 @@ async function uploadBatch(c: OpenAI, rows: unknown[], name = "batch.jsonl") {
   return c.files.create({ file: await toFile(Buffer.from(jsonl(rows)), name), purpose: "batch" });
 }
 
-async function waitFor(c: OpenAI, id: string, until: (b: OpenAI.Batch) => boolean = (b) => ["completed", "failed", "cancelled", "expired"].includes(b.status), ms = 60_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const b = await c.batches.retrieve(id);
-    if (until(b)) return b;
-    if (Date.now() > deadline) throw new Error(`batch ${id} still ${b.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitFor = (c: OpenAI, id: string, until: (b: OpenAI.Batch) => boolean = (b) => ["completed", "failed", "cancelled", "expired"].includes(b.status), ms = 60_000) =>
+  pollUntil(() => c.batches.retrieve(id), until, `batch ${id}`, { ms });
 
 async function lines(c: OpenAI, fileId: string | null | undefined): Promise<any[]> {
   if (!fileId) return [];

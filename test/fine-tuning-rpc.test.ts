@@ -16,6 +16,7 @@ import { FilesService } from "../gen/atrium/v1/files_pb.js";
 import { ModelsService } from "../gen/atrium/v1/models_pb.js";
 import { ADMIN_KEY, API_KEY, KEYS, startTestServer, tempDir, testConfig, type TestServer } from "./helpers/server.js";
 import { as, expectRpcError, fileMessages } from "./helpers/rpc.js";
+import { pollUntil } from "./helpers/poll.js";
 
 let s: TestServer;
 
@@ -66,15 +67,8 @@ for (const [name, make] of [
     });
 
     const upload = async (text: string) => (await files.createFile(fileMessages({ purpose: "fine-tune", filename: "train.jsonl" }, Buffer.from(text)), me)).id;
-    async function waitFor(id: string, until: (j: FineTuningJob) => boolean = (j) => ["succeeded", "failed", "cancelled"].includes(j.status)) {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const j = await ft.getFineTuningJob({ fineTuningJobId: id }, me);
-        if (until(j)) return j;
-        if (Date.now() > deadline) throw new Error(`job ${id} still ${j.status}`);
-        await sleep(25);
-      }
-    }
+    const waitFor = (id: string, until: (j: FineTuningJob) => boolean = (j) => ["succeeded", "failed", "cancelled"].includes(j.status)) =>
+      pollUntil(() => ft.getFineTuningJob({ fineTuningJobId: id }, me), until, `job ${id}`, { intervalMs: 25 });
     const metricsEvents = async (id: string) => (await ft.listFineTuningEvents({ fineTuningJobId: id, limit: 100 }, me)).data.filter((e) => e.type === "metrics");
 
     let done: FineTuningJob;

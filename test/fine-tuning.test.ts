@@ -19,6 +19,7 @@ import { countTextTokens } from "../src/engines/tokenizer/index.js";
 import { ADMIN_KEY, API_KEY, KEYS, startTestServer, tempDir, testConfig, type TestServer } from "./helpers/server.js";
 import { api, expectError, sdk, sdkError, toFile } from "./helpers/rest.js";
 import { as, expectRpcError } from "./helpers/rpc.js";
+import { pollUntil } from "./helpers/poll.js";
 
 /** ATRIUM_CONFIG: the usual organizations and keys, plus the emulator's pace. */
 function configWith(dir: string, stepMs: number): string {
@@ -52,15 +53,8 @@ async function upload(c: OpenAI, rows: unknown[] | string, name = "train.jsonl",
 
 const TERMINAL = ["succeeded", "failed", "cancelled"];
 
-async function waitFor(c: OpenAI, id: string, until: (j: OpenAI.FineTuning.FineTuningJob) => boolean = (j) => TERMINAL.includes(j.status), ms = 30_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const j = await c.fineTuning.jobs.retrieve(id);
-    if (until(j)) return j;
-    if (Date.now() > deadline) throw new Error(`job ${id} still ${j.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitFor = (c: OpenAI, id: string, until: (j: OpenAI.FineTuning.FineTuningJob) => boolean = (j) => TERMINAL.includes(j.status), ms = 30_000) =>
+  pollUntil(() => c.fineTuning.jobs.retrieve(id), until, `job ${id}`, { ms });
 
 async function allEvents(c: OpenAI, id: string) {
   const out: OpenAI.FineTuning.FineTuningJobEvent[] = [];
