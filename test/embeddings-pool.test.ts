@@ -8,8 +8,8 @@ import type { FixtureTask } from "../src/engines/pool/fixture-worker.js";
 const script = workerScript(new URL("../src/engines/pool/pool.ts", import.meta.url).href, "fixture-worker");
 const pools: WorkerPool<FixtureTask, any>[] = [];
 
-function pool(size = 1): WorkerPool<FixtureTask, any> {
-  const p = new WorkerPool<FixtureTask, any>({ script, size, name: "fixture" });
+function pool(size = 1, host?: Record<string, (...args: any[]) => unknown>): WorkerPool<FixtureTask, any> {
+  const p = new WorkerPool<FixtureTask, any>({ script, size, name: "fixture", host });
   pools.push(p);
   return p;
 }
@@ -48,6 +48,37 @@ describe("worker pool", () => {
     expect(input.byteLength).toBe(0); // detached: it went to the worker
     expect(out).toBeInstanceOf(Float32Array);
     expect(Array.from(out)).toEqual([2, 4, 6]);
+  });
+
+  it("a worker calls the parent's host functions by name: results, errors and unknown names come back", async () => {
+    const seen: unknown[] = [];
+    const p = pool(2, {
+      add: (a: number, b: number) => a + b,
+      later: async (s: string) => {
+        await new Promise((r) => setTimeout(r, 10));
+        seen.push(s);
+        return { bytes: new Uint8Array([1, 2, 3]), s };
+      },
+      fails: () => {
+        const e = new TypeError("no such thing") as TypeError & { code: string };
+        e.code = "host_code";
+        throw e;
+      },
+    });
+    const [a, b, c] = await Promise.all([
+      p.run({ op: "host", method: "add", args: [2, 3] }),
+      p.run({ op: "host", method: "later", args: ["x"] }),
+      p.run({ op: "host", method: "later", args: ["y"] }),
+    ]);
+    expect(a).toEqual({ ok: 5 });
+    expect(b.ok.s).toBe("x");
+    expect(Array.from(b.ok.bytes)).toEqual([1, 2, 3]);
+    expect(c.ok.s).toBe("y");
+    expect(seen.sort()).toEqual(["x", "y"]);
+    expect(await p.run({ op: "host", method: "fails", args: [] })).toEqual({ error: { name: "TypeError", message: "no such thing", code: "host_code" } });
+    const unknown = await p.run({ op: "host", method: "toString", args: [] });
+    expect(unknown.error.message).toContain("no host function 'toString'");
+    expect((await pool(1).run({ op: "host", method: "add", args: [1, 1] })).error.message).toContain("no host function 'add'");
   });
 
   it("a task's own error comes back with its name, message and code; the worker lives on", async () => {

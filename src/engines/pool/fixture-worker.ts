@@ -2,7 +2,7 @@
 // worker should do, so a test can check replies, transfers, errors, cancellation and crashes
 // without loading a model.
 import { threadId } from "node:worker_threads";
-import { serveTasks } from "./serve.js";
+import { callHost, serveTasks } from "./serve.js";
 
 export type FixtureTask =
   | { op: "echo"; value: unknown }
@@ -11,7 +11,8 @@ export type FixtureTask =
   | { op: "throw"; message: string }
   | { op: "unclonable" }
   | { op: "crash" }
-  | { op: "exit"; code: number };
+  | { op: "exit"; code: number }
+  | { op: "host"; method: string; args: unknown[] };
 
 serveTasks<FixtureTask, unknown>(async (task, ctx) => {
   switch (task.op) {
@@ -46,5 +47,13 @@ serveTasks<FixtureTask, unknown>(async (task, ctx) => {
       return new Promise(() => {});
     case "exit":
       process.exit(task.code);
+    case "host":
+      // Asks the parent, as a worker asks for what only the main thread has (its storage).
+      try {
+        return { ok: await callHost(task.method, ...task.args) };
+      } catch (e) {
+        const err = e as Error & { code?: string };
+        return { error: { name: err.name, message: err.message, code: err.code } };
+      }
   }
 });

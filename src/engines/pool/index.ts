@@ -1,7 +1,7 @@
 /**
  * A generic worker-thread pool for engines (no HTTP in it). Parent side: WorkerPool and its
- * errors; worker side: serveTasks; workerScript finds the worker file from dist/ or sources.
+ * errors; worker side: serveTasks and callHost; workerScript finds the worker file from dist/ or sources.
  */
 export { PoolClosedError, WorkerCrashedError, WorkerPool, WorkerTaskError, type PoolStats, type RunOptions, type WorkerPoolOptions } from "./pool.js";
-export { serveTasks, type TaskContext } from "./serve.js";
+export { callHost, HostCallError, serveTasks, type TaskContext } from "./serve.js";
 export { workerScript } from "./script.js";

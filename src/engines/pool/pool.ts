@@ -7,7 +7,7 @@
 // The worker side of the protocol is serveTasks() (serve.ts); workerScript() (script.ts) finds
 // the file to start from compiled JS or from TypeScript sources.
 import { Worker, type ResourceLimits, type Transferable } from "node:worker_threads";
-import type { TaskReply, TaskRequest } from "./protocol.js";
+import { describeError, type TaskReply, type TaskRequest } from "./protocol.js";
 
 export interface WorkerPoolOptions {
   /** What each worker runs: see workerScript(). */
@@ -20,6 +20,11 @@ export interface WorkerPoolOptions {
   workerData?: unknown;
   /** V8 heap limits per worker: a worker over them dies as a crash, not the whole process. */
   resourceLimits?: ResourceLimits;
+  /**
+   * What workers may ask of this thread by name (callHost in serve.ts): what only it has, such
+   * as the storage. A function's result (or its error's name, message and code) goes back.
+   */
+  host?: Record<string, (...args: any[]) => unknown>;
 }
 
 export interface RunOptions {
@@ -180,7 +185,7 @@ export class WorkerPool<Req, Res> {
       stderr: false,
     });
     const slot: Slot = { worker, task: null, dead: false };
-    worker.on("message", (m: TaskReply) => this.onReply(slot, m));
+    worker.on("message", (m: TaskReply) => (m.type === "host" ? this.onHostCall(slot, m) : this.onReply(slot, m)));
     worker.on("messageerror", (e) => this.onCrash(slot, e));
     worker.on("error", (e) => this.onCrash(slot, e));
     worker.on("exit", (code) => this.onCrash(slot, new Error(`exited with code ${code}`)));
@@ -189,7 +194,24 @@ export class WorkerPool<Req, Res> {
     return slot;
   }
 
-  private onReply(slot: Slot, m: TaskReply): void {
+  private onHostCall(slot: Slot, m: Extract<TaskReply, { type: "host" }>): void {
+    const answer = (reply: TaskRequest) => {
+      if (!slot.dead) slot.worker.postMessage(reply);
+    };
+    const fn = this.opts.host && Object.hasOwn(this.opts.host, m.method) ? this.opts.host[m.method] : undefined;
+    if (!fn) {
+      answer({ type: "host-reply", call: m.call, ok: false, error: { name: "Error", message: `${this.opts.name}: no host function '${m.method}'` } });
+      return;
+    }
+    Promise.resolve()
+      .then(() => fn(...m.args))
+      .then(
+        (result) => answer({ type: "host-reply", call: m.call, ok: true, result }),
+        (e) => answer({ type: "host-reply", call: m.call, ok: false, error: describeError(e) }),
+      );
+  }
+
+  private onReply(slot: Slot, m: Extract<TaskReply, { ok: boolean }>): void {
     const task = slot.task;
     if (!task || task.id !== m.id) return; // an answer nobody waits for any more
     slot.task = null;

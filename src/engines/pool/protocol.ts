@@ -1,10 +1,29 @@
 // The messages between a WorkerPool and its workers (serveTasks). Plain objects: they cross the
 // thread boundary by structured clone, typed arrays in the transfer list.
 
-/** Parent → worker. */
-export type TaskRequest = { type: "run"; id: number; payload: unknown } | { type: "cancel"; id: number };
+/** An error as it crosses the boundary: `name`, `message` and `code` of the original. */
+export interface ErrorDescription {
+  name?: string;
+  message?: string;
+  code?: string;
+  stack?: string;
+}
 
-/** Worker → parent: one per "run", after the handler returned or threw. */
+/** Parent → worker: a task, its cancellation, or the answer to one of the worker's host calls. */
+export type TaskRequest =
+  | { type: "run"; id: number; payload: unknown }
+  | { type: "cancel"; id: number }
+  | { type: "host-reply"; call: number; ok: true; result: unknown }
+  | { type: "host-reply"; call: number; ok: false; error: ErrorDescription };
+
+/** Worker → parent: one per "run", after the handler returned or threw; or a host call (callHost). */
 export type TaskReply =
-  | { id: number; ok: true; result: unknown }
-  | { id: number; ok: false; error: { name?: string; message?: string; code?: string; stack?: string } };
+  | { type?: undefined; id: number; ok: true; result: unknown }
+  | { type?: undefined; id: number; ok: false; error: ErrorDescription }
+  | { type: "host"; call: number; method: string; args: unknown[] };
+
+export function describeError(e: unknown): ErrorDescription {
+  const err = e as { name?: unknown; message?: unknown; code?: unknown; stack?: unknown } | null;
+  const str = (v: unknown) => (typeof v === "string" ? v : undefined);
+  return { name: str(err?.name), message: str(err?.message) ?? String(e), code: str(err?.code), stack: str(err?.stack) };
+}

@@ -1,7 +1,33 @@
 // The worker side of WorkerPool: a worker script calls serveTasks(handler) once; every task the
 // pool sends is handed to `handler`, and what it returns (or throws) goes back to the caller.
+// callHost() asks the parent for something only it has (its storage, say), by name.
 import { isMainThread, parentPort, type Transferable } from "node:worker_threads";
-import type { TaskReply, TaskRequest } from "./protocol.js";
+import { describeError, type ErrorDescription, type TaskReply, type TaskRequest } from "./protocol.js";
+
+/** A host function threw; `name`, `message` and `code` are the original's. */
+export class HostCallError extends Error {
+  readonly code: string | undefined;
+  constructor(e: ErrorDescription) {
+    super(e.message ?? "host call failed");
+    this.name = e.name ?? "Error";
+    this.code = e.code;
+  }
+}
+
+const hostCalls = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
+let nextHostCall = 1;
+
+/** Calls the parent's host function `method` (WorkerPoolOptions.host) with `args` (cloned both ways). */
+export function callHost<T>(method: string, ...args: unknown[]): Promise<T> {
+  if (isMainThread || !parentPort) throw new Error("callHost() must run in a worker thread started by WorkerPool");
+  const call = nextHostCall++;
+  const port = parentPort;
+  return new Promise<T>((resolve, reject) => {
+    hostCalls.set(call, { resolve: resolve as (v: unknown) => void, reject });
+    const msg: TaskReply = { type: "host", call, method, args };
+    port.postMessage(msg);
+  });
+}
 
 export interface TaskContext {
   /** Aborted when the caller gave up (its signal fired); check it between steps of long work. */
@@ -16,6 +42,13 @@ export function serveTasks<Req, Res>(handler: (payload: Req, ctx: TaskContext) =
   const running = new Map<number, AbortController>();
 
   port.on("message", async (m: TaskRequest) => {
+    if (m.type === "host-reply") {
+      const waiting = hostCalls.get(m.call);
+      hostCalls.delete(m.call);
+      if (m.ok) waiting?.resolve(m.result);
+      else waiting?.reject(new HostCallError(m.error));
+      return;
+    }
     if (m.type === "cancel") {
       running.get(m.id)?.abort(new Error("cancelled by the caller"));
       return;
@@ -29,16 +62,10 @@ export function serveTasks<Req, Res>(handler: (payload: Req, ctx: TaskContext) =
       port.postMessage(reply, transfer);
     } catch (e) {
       // The handler's error, or a result that cannot be cloned: either way the caller gets an answer.
-      const reply: TaskReply = { id: m.id, ok: false, error: describe(e) };
+      const reply: TaskReply = { id: m.id, ok: false, error: describeError(e) };
       port.postMessage(reply);
     } finally {
       running.delete(m.id);
     }
   });
-}
-
-function describe(e: unknown): { name?: string; message?: string; code?: string; stack?: string } {
-  const err = e as { name?: unknown; message?: unknown; code?: unknown; stack?: unknown } | null;
-  const str = (v: unknown) => (typeof v === "string" ? v : undefined);
-  return { name: str(err?.name), message: str(err?.message) ?? String(e), code: str(err?.code), stack: str(err?.stack) };
 }
