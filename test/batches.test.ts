@@ -266,18 +266,25 @@ describe("slices end at their time limit and their output size too", () => {
     // About five output lines per slice (each line is some 200 bytes).
     ["slice_bytes 1024", { slice_bytes: 1024, concurrency: 4 }],
   ] as const) {
-    it(`with ${what} every request still runs once, in order`, async () => {
-      const quick = await startTestServer({ env: { ATRIUM_CONFIG: configWith(tempDir(), settings) } });
-      try {
-        const c = sdk(quick.baseURL);
-        const rows = Array.from({ length: 300 }, (_, i) => line(`s${i}`, "/v1/responses/input_tokens", { model: "gpt-4o", input: `slice ${i}` }));
-        const done = await waitFor(c, (await c.batches.create({ input_file_id: (await uploadBatch(c, rows)).id, endpoint: INPUT_TOKENS, completion_window: "24h" })).id);
-        expect(done.request_counts).toEqual({ total: 300, completed: 300, failed: 0 });
-        expect((await lines(c, done.output_file_id)).map((l) => l.custom_id)).toEqual(rows.map((r) => r.custom_id));
-      } finally {
-        await quick.stop();
-      }
-    });
+    // On the event loop the limits end a slice between requests; on worker threads, between
+    // chunks of 512 requests (1,100 lines: several chunks, and slices that start inside one).
+    for (const [workers, n] of [
+      [0, 300],
+      [2, 1100],
+    ] as const) {
+      it(`with ${what} and ${workers} workers every request still runs once, in order`, async () => {
+        const quick = await startTestServer({ env: { ATRIUM_CONFIG: configWith(tempDir(), { ...settings, workers }) } });
+        try {
+          const c = sdk(quick.baseURL);
+          const rows = Array.from({ length: n }, (_, i) => line(`s${i}`, "/v1/responses/input_tokens", { model: "gpt-4o", input: `slice ${i}` }));
+          const done = await waitFor(c, (await c.batches.create({ input_file_id: (await uploadBatch(c, rows)).id, endpoint: INPUT_TOKENS, completion_window: "24h" })).id);
+          expect(done.request_counts).toEqual({ total: n, completed: n, failed: 0 });
+          expect((await lines(c, done.output_file_id)).map((l) => l.custom_id)).toEqual(rows.map((r) => r.custom_id));
+        } finally {
+          await quick.stop();
+        }
+      });
+    }
   }
 });
 

@@ -49,6 +49,13 @@ function contextFor(service: DescService, method: DescMethod, principal: Princip
 export const SUPPORTED_ENDPOINTS = ["/v1/embeddings", "/v1/moderations", "/v1/responses/input_tokens", "/v1/responses", "/v1/chat/completions"] as const;
 export type Endpoint = (typeof SUPPORTED_ENDPOINTS)[number];
 
+/**
+ * Endpoints whose work is CPU on the calling thread (counting tokens), which a batch runs in its
+ * worker threads (worker.ts) when it has them. The others wait on something else (the encoder's
+ * own worker pool, an upstream service) and run on the main thread, many at once.
+ */
+export const THREAD_ENDPOINTS: ReadonlySet<Endpoint> = new Set<Endpoint>(["/v1/responses/input_tokens"]);
+
 export const zeroUsage = (): Usage => ({ input_tokens: 0, cached_tokens: 0, output_tokens: 0, reasoning_tokens: 0, total_tokens: 0 });
 
 function errorResult(e: unknown): RequestResult {
@@ -115,6 +122,12 @@ function upstream(send: (p: ResponsesProvider, body: JsonObject, signal: AbortSi
   };
 }
 
+/** POST /v1/responses/input_tokens on a ResponsesService implementation. */
+export function countInputTokensCall(responses: EndpointDeps["responses"]): EndpointCall {
+  // Counting tokens uses no model: no usage.
+  return local(ResponsesService, ResponsesService.method.countInputTokens, (r, c) => responses.countInputTokens(r, c), () => null);
+}
+
 export interface EndpointDeps {
   embeddings: { createEmbedding: (req: any, ctx: HandlerContext) => unknown };
   responses: { countInputTokens: (req: any, ctx: HandlerContext) => unknown };
@@ -129,8 +142,7 @@ export function endpointCalls(deps: EndpointDeps): Partial<Record<Endpoint, Endp
       const n = Number(out.usage?.promptTokens ?? 0);
       return { ...zeroUsage(), input_tokens: n, total_tokens: n };
     }),
-    // Counting tokens uses no model: no usage.
-    "/v1/responses/input_tokens": local(ResponsesService, ResponsesService.method.countInputTokens, (r, c) => deps.responses.countInputTokens(r, c), () => null),
+    "/v1/responses/input_tokens": countInputTokensCall(deps.responses),
     "/v1/responses": upstream((p, body, signal) => p.createResponse(body, { signal }), deps.responsesProvider),
     "/v1/chat/completions": upstream((p, body, signal) => p.createChatCompletion(body, { signal }), deps.responsesProvider),
   };

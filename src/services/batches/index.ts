@@ -1,6 +1,7 @@
 // The Batches area (spec 2.13, 4.10): JSONL files of requests run in the background on this
 // server's own service implementations, in the creator's project. Its ATRIUM_CONFIG section
-// `batches` sets the concurrency and slice size of a run.
+// `batches` sets the concurrency and slice size of a run, and its worker threads.
+import { availableParallelism } from "node:os";
 import { BatchesService } from "../../../gen/atrium/v1/batches_pb.js";
 import { ModerationsService } from "../../../gen/atrium/v1/moderations_pb.js";
 import { LOCAL_EMBEDDING_DIMENSIONS } from "../../engines/embeddings/index.js";
@@ -13,6 +14,7 @@ import { Batches, RUN_JOB_KIND } from "./batches.js";
 import { endpointCalls, type Endpoint } from "./endpoints.js";
 import { createBatchesService } from "./handler.js";
 import { createBatchRunner } from "./jobs.js";
+import { BatchWorkers } from "./workers.js";
 
 export interface BatchSettings {
   concurrency: number;
@@ -20,7 +22,11 @@ export interface BatchSettings {
   slice_ms: number;
   slice_bytes: number;
   slice_interval_ms: number;
+  workers: number;
 }
+
+/** One worker per core, up to 4: they check input and count tokens while the main thread serves. */
+const DEFAULT_WORKERS = Math.min(4, availableParallelism());
 
 const schema = {
   type: "object",
@@ -37,6 +43,10 @@ const schema = {
     slice_bytes: { type: "integer", minimum: 1024, maximum: 256 * 1024 * 1024, default: 8 * 1024 * 1024 },
     // Minimum time per slice: a simple throttle, e.g. for an upstream's rate limit.
     slice_interval_ms: { type: "integer", minimum: 0, maximum: 600_000, default: 0 },
+    // Worker threads that check input files and run the requests whose work is CPU on the
+    // calling thread (token counting); 0 runs everything on the main thread. Default: one per
+    // core, at most 4.
+    workers: { type: "integer", minimum: 0, maximum: 64 },
   },
 };
 
@@ -44,7 +54,7 @@ export const batchesArea: ApiArea = {
   name: "batches",
   configSection: { name: "batches", schema },
   setup: ({ deps, config, providers, jobs }) => {
-    const settings: BatchSettings = { concurrency: 8, slice_lines: 10_000, slice_ms: 1000, slice_bytes: 8 * 1024 * 1024, slice_interval_ms: 0, ...(config.sections?.batches as Partial<BatchSettings> | undefined) };
+    const settings: BatchSettings = { concurrency: 8, slice_lines: 10_000, slice_ms: 1000, slice_bytes: 8 * 1024 * 1024, slice_interval_ms: 0, workers: DEFAULT_WORKERS, ...(config.sections?.batches as Partial<BatchSettings> | undefined) };
     // The one in-process encoder the embeddings area registered, whatever embeddings are
     // configured as; resolved on first use.
     const lazyLocal: EmbeddingsProvider = {
@@ -53,9 +63,10 @@ export const batchesArea: ApiArea = {
       dimensions: LOCAL_EMBEDDING_DIMENSIONS,
       embed: (inputs, opts) => providers.local("embeddings").embed(inputs, opts),
     };
+    const responsesOptions = { fetch: { timeoutMs: config.fetchTimeoutMs, allowPrivate: config.fetchAllowPrivate } };
     const calls = endpointCalls({
       embeddings: createEmbeddingsService({ local: lazyLocal, upstream: () => (providers.configOf("embeddings").kind === "upstream" ? providers.embeddings() : undefined) }),
-      responses: createResponsesService(deps, { fetch: { timeoutMs: config.fetchTimeoutMs, allowPrivate: config.fetchAllowPrivate } }),
+      responses: createResponsesService(deps, responsesOptions),
       // The moderation area's service on the moderation provider it registered (or the upstream).
       moderations: { service: ModerationsService, method: ModerationsService.method.createModeration, call: createModerationsService({ provider: () => providers.moderation() }).createModeration },
       responsesProvider: () => providers.responses(),
@@ -69,14 +80,19 @@ export const batchesArea: ApiArea = {
       return null;
     };
     const batches = new Batches(deps, jobs, unavailable);
+    // Started on a batch's first chunk, not before.
+    const workers = settings.workers > 0 ? new BatchWorkers(deps, settings.workers, responsesOptions) : null;
     return {
       services: [{ desc: BatchesService, impl: createBatchesService(batches) }],
       jobs: {
         // Short leases: a killed server's batches are picked up seconds after a restart.
         [RUN_JOB_KIND]: {
-          handler: createBatchRunner(deps, { concurrency: settings.concurrency, sliceLines: settings.slice_lines, sliceMs: settings.slice_ms, sliceBytes: settings.slice_bytes, sliceIntervalMs: settings.slice_interval_ms, calls }),
+          handler: createBatchRunner(deps, { concurrency: settings.concurrency, sliceLines: settings.slice_lines, sliceMs: settings.slice_ms, sliceBytes: settings.slice_bytes, sliceIntervalMs: settings.slice_interval_ms, calls, workers }),
           options: { concurrency: 2, leaseMs: 5000 },
         },
+      },
+      stop: async () => {
+        await workers?.close();
       },
     };
   },

@@ -1,9 +1,12 @@
-// The batch input file, line by line (spec 8; platform facts "Batches"): JSONL, at most 50,000
-// requests, each `{custom_id, method: "POST", url, body}` with a unique custom_id and `url` equal
-// to the batch's endpoint. Read as a stream: memory does not grow with the file.
-import { createInterface } from "node:readline";
+// The batch input file (spec 8; platform facts "Batches"): JSONL, at most 50,000 requests, each
+// `{custom_id, method: "POST", url, body}` with a unique custom_id and `url` equal to the batch's
+// endpoint. It is read as a stream and cut into chunks of requests (RequestChunk): bytes, not
+// parsed objects, so that a chunk crosses to a worker thread as one copy and memory does not grow
+// with the file. Checking a chunk (checkChunk) is the same function on the main thread and in a
+// worker; merging the chunks' checks in file order (mergeChecks) finds duplicates and keeps the
+// first errors.
+import { isAscii } from "node:buffer";
 import type { BlobStore } from "../../storage/types.js";
-import { TurnTaker } from "../../common/yield.js";
 
 export const MAX_REQUESTS = 50_000;
 /** Errors listed in errors.data at most (the first ones, in line order). */
@@ -23,41 +26,153 @@ export interface LineError {
   param: string | null;
 }
 
-type Line = { line: number; text: string };
+/**
+ * Requests (non-blank lines) of the input file, back to back: request i is the UTF-8 text
+ * bytes[starts[i], ends[i]) (line end and a trailing CR left out), on line lines[i] (1-based).
+ */
+export interface RequestChunk {
+  bytes: Uint8Array;
+  starts: Uint32Array;
+  ends: Uint32Array;
+  lines: Uint32Array;
+}
+
+export const chunkSize = (c: RequestChunk) => c.lines.length;
 
 /**
- * Non-blank lines of a blob with their 1-based numbers, in arrays of up to `n` (one await per
- * array, not per line). A small blob is read whole: readline costs more than the parsing.
+ * The requests' texts: `text(i)` is request i's. An all-ASCII chunk (the usual JSONL: JSON.stringify
+ * escapes nothing else by default, but most writers do) is decoded once and cut, since there a
+ * byte offset is a character offset; any other is decoded line by line.
  */
-export async function* fileLines(blobs: BlobStore, key: string, n = 1000): AsyncGenerator<Line[]> {
-  const size = await blobs.size(key);
-  let out: Line[] = [];
-  if (size !== undefined && size <= KEEP_PARSED_BYTES) {
-    const chunks: Buffer[] = [];
-    for await (const c of blobs.get(key)) chunks.push(c as Buffer);
-    const all = Buffer.concat(chunks).toString("utf8").split("\n");
-    for (let i = 0; i < all.length; i++) {
-      const text = all[i]!.endsWith("\r") ? all[i]!.slice(0, -1) : all[i]!;
-      if (!text.trim()) continue;
-      out.push({ line: i + 1, text });
-      if (out.length >= n) {
-        yield out;
-        out = [];
-      }
-    }
-  } else {
-    let i = 0;
-    for await (const text of createInterface({ input: blobs.get(key), crlfDelay: Infinity })) {
-      i++;
-      if (!text.trim()) continue;
-      out.push({ line: i, text });
-      if (out.length >= n) {
-        yield out;
-        out = [];
-      }
-    }
+export function requestTexts(c: RequestChunk): (i: number) => string {
+  const buf = Buffer.from(c.bytes.buffer, c.bytes.byteOffset, c.bytes.byteLength);
+  if (isAscii(buf)) {
+    const all = buf.toString("latin1");
+    return (i) => all.slice(c.starts[i], c.ends[i]);
   }
-  if (out.length) yield out;
+  return (i) => buf.toString("utf8", c.starts[i], c.ends[i]);
+}
+
+/** Requests [from, to) as a chunk of their own (a compact copy: what is sent to a worker). */
+export function subChunk(c: RequestChunk, from: number, to: number): RequestChunk {
+  const base = c.starts[from]!;
+  const end = to > from ? c.ends[to - 1]! : base;
+  const starts = c.starts.slice(from, to);
+  const ends = c.ends.slice(from, to);
+  for (let i = 0; i < starts.length; i++) {
+    starts[i]! -= base;
+    ends[i]! -= base;
+  }
+  return { bytes: c.bytes.slice(base, end), starts, ends, lines: c.lines.slice(from, to) };
+}
+
+/** The buffers a chunk can be moved with (postMessage's transfer list). */
+export const chunkBuffers = (c: RequestChunk) => [c.bytes.buffer, c.starts.buffer, c.ends.buffer, c.lines.buffer] as ArrayBuffer[];
+
+/** A line of nothing but whitespace (as String.prototype.trim sees it) is blank. */
+function isBlank(src: Buffer, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const b = src[i]!;
+    if (b === 0x20 || (b >= 0x09 && b <= 0x0d)) continue;
+    // Other Unicode spaces (NBSP, BOM, ...) count as blank too, as trim() says.
+    return b < 0x80 ? false : src.toString("utf8", i, end).trim() === "";
+  }
+  return true;
+}
+
+/**
+ * Gathers requests into one chunk. The lines of one piece of input are contiguous, so they are
+ * kept as spans of the pieces they came in and copied once, when the chunk is taken.
+ */
+class ChunkBuilder {
+  private parts: Uint8Array[] = [];
+  private partsLength = 0;
+  /** The open span: src[spanStart, spanEnd) holds the lines added since it opened. */
+  private src: Buffer | null = null;
+  private spanStart = 0;
+  private spanEnd = 0;
+  private starts: number[] = [];
+  private ends: number[] = [];
+  private lines: number[] = [];
+
+  get count(): number {
+    return this.lines.length;
+  }
+
+  /** The line src[start, end) (without its LF), number `line`; blank lines are skipped. */
+  add(src: Buffer, start: number, end: number, line: number): void {
+    if (end > start && src[end - 1] === 0x0d) end--;
+    if (isBlank(src, start, end)) return;
+    if (src !== this.src || start < this.spanEnd) {
+      this.closeSpan();
+      this.src = src;
+      this.spanStart = start;
+    }
+    // The span runs on over what lies between lines (line ends, blank lines): it is never read.
+    const at = this.partsLength + (start - this.spanStart);
+    this.starts.push(at);
+    this.ends.push(at + (end - start));
+    this.lines.push(line);
+    this.spanEnd = end;
+  }
+
+  private closeSpan(): void {
+    if (!this.src) return;
+    this.parts.push(this.src.subarray(this.spanStart, this.spanEnd));
+    this.partsLength += this.spanEnd - this.spanStart;
+    this.src = null;
+  }
+
+  take(): RequestChunk {
+    this.closeSpan();
+    // A buffer of its own (never a slice of Node's shared pool): it may be moved to a worker.
+    const bytes = new Uint8Array(this.partsLength);
+    let at = 0;
+    for (const p of this.parts) {
+      bytes.set(p, at);
+      at += p.length;
+    }
+    const chunk: RequestChunk = { bytes, starts: Uint32Array.from(this.starts), ends: Uint32Array.from(this.ends), lines: Uint32Array.from(this.lines) };
+    this.parts = [];
+    this.partsLength = 0;
+    this.starts = [];
+    this.ends = [];
+    this.lines = [];
+    return chunk;
+  }
+}
+
+/** The blob's requests in chunks of `size` (the last may be smaller), in file order. */
+export async function* requestChunks(blobs: BlobStore, key: string, size: number): AsyncGenerator<RequestChunk> {
+  const chunk = new ChunkBuilder();
+  let line = 0;
+  // The start of a line that a piece ended in the middle of.
+  let carry: Buffer[] = [];
+  for await (const data of blobs.get(key)) {
+    const piece = data as Buffer;
+    let start = 0;
+    let nl = piece.indexOf(0x0a);
+    if (carry.length && nl !== -1) {
+      carry.push(piece.subarray(0, nl));
+      const whole = Buffer.concat(carry);
+      carry = [];
+      chunk.add(whole, 0, whole.length, ++line);
+      if (chunk.count >= size) yield chunk.take();
+      start = nl + 1;
+      nl = piece.indexOf(0x0a, start);
+    }
+    for (; nl !== -1; nl = piece.indexOf(0x0a, start)) {
+      chunk.add(piece, start, nl, ++line);
+      if (chunk.count >= size) yield chunk.take();
+      start = nl + 1;
+    }
+    if (start < piece.length) carry.push(piece.subarray(start));
+  }
+  if (carry.length) {
+    const whole = Buffer.concat(carry);
+    chunk.add(whole, 0, whole.length, ++line);
+  }
+  if (chunk.count) yield chunk.take();
 }
 
 /** One line checked; a LineError when it is not a request of this batch. */
@@ -78,45 +193,82 @@ export function parseLine(text: string, line: number, endpoint: string): InputLi
   return { line, customId: v.custom_id, body: v.body };
 }
 
-/** Files up to this size keep their parsed lines in memory from validation to the run (read once). */
-export const KEEP_PARSED_BYTES = 16 * 1024 * 1024;
+/** What one chunk's lines say on their own (duplicates across lines are mergeChecks' to find). */
+export interface ChunkCheck {
+  /** Each request's custom_id, or null where the line is not a valid request. */
+  customIds: (string | null)[];
+  /** The chunk's first MAX_LISTED_ERRORS line errors, in line order. */
+  errors: LineError[];
+  /** body.model of the first valid request that has one. */
+  model: string | null;
+}
 
-/** Checks the whole file: the number of requests, or the errors (line order, at most MAX_LISTED_ERRORS). */
-export async function checkInput(
-  blobs: BlobStore,
-  key: string,
-  endpoint: string,
-  opts: { keep?: boolean } = {},
-): Promise<{ total: number; model: string | null; errors: LineError[]; lines?: InputLine[] }> {
-  const kept: InputLine[] | undefined = opts.keep ? [] : undefined;
-  const seen = new Set<string>();
+export function checkChunk(c: RequestChunk, endpoint: string): ChunkCheck {
+  const customIds: (string | null)[] = new Array(c.lines.length);
   const errors: LineError[] = [];
-  let total = 0;
   let model: string | null = null;
-  const turns = new TurnTaker();
-  outer: for await (const lines of fileLines(blobs, key)) {
-    for (const { line, text } of lines) {
-      const turn = turns.check();
-      if (turn) await turn;
-      total++;
-      if (total > MAX_REQUESTS) {
-        errors.push({ code: "too_many_requests", line, message: `The input file has more than ${MAX_REQUESTS} requests; split it into several batches.`, param: null });
-        break outer;
-      }
-      const r = parseLine(text, line, endpoint);
-      if ("code" in r) {
-        if (errors.length < MAX_LISTED_ERRORS) errors.push(r);
+  const text = requestTexts(c);
+  for (let i = 0; i < c.lines.length; i++) {
+    const r = parseLine(text(i), c.lines[i]!, endpoint);
+    if ("code" in r) {
+      customIds[i] = null;
+      if (errors.length < MAX_LISTED_ERRORS) errors.push(r);
+      continue;
+    }
+    customIds[i] = r.customId;
+    if (model === null && typeof r.body.model === "string") model = r.body.model;
+  }
+  return { customIds, errors, model };
+}
+
+/** The whole file's verdict, built from its chunks' checks in file order. */
+export class InputCheck {
+  total = 0;
+  model: string | null = null;
+  errors: LineError[] = [];
+  private readonly seen = new Set<string>();
+  /** Set once the file has more than MAX_REQUESTS requests: later chunks are not looked at. */
+  private over = false;
+
+  add(c: RequestChunk, check: ChunkCheck): void {
+    if (this.over) return;
+    const found: LineError[] = [];
+    let n = c.lines.length;
+    if (this.total + n > MAX_REQUESTS) {
+      // As a line-by-line reading would: everything before the first request too many, then that error.
+      n = MAX_REQUESTS - this.total;
+      this.over = true;
+    }
+    for (let i = 0; i < n; i++) {
+      const id = check.customIds[i];
+      if (id === null || id === undefined) continue;
+      if (this.seen.has(id)) {
+        found.push({ code: "duplicate_custom_id", line: c.lines[i]!, message: `Line ${c.lines[i]}: custom_id '${id}' is used by an earlier line; custom_ids must be unique.`, param: "custom_id" });
         continue;
       }
-      if (seen.has(r.customId)) {
-        if (errors.length < MAX_LISTED_ERRORS) errors.push({ code: "duplicate_custom_id", line, message: `Line ${line}: custom_id '${r.customId}' is used by an earlier line; custom_ids must be unique.`, param: "custom_id" });
-        continue;
-      }
-      seen.add(r.customId);
-      kept?.push(r);
-      if (model === null && typeof r.body.model === "string") model = r.body.model;
+      this.seen.add(id);
+    }
+    const limit = this.over ? c.lines[n]! : Infinity;
+    for (const e of check.errors) if (e.line! < limit) found.push(e);
+    if (found.length) {
+      found.sort((a, b) => a.line! - b.line!);
+      for (const e of found) if (this.errors.length < MAX_LISTED_ERRORS) this.errors.push(e);
+    }
+    if (this.model === null && check.model !== null) this.model = check.model;
+    this.total += n;
+    if (this.over) {
+      this.total++;
+      this.errors.push({ code: "too_many_requests", line: c.lines[n]!, message: `The input file has more than ${MAX_REQUESTS} requests; split it into several batches.`, param: null });
     }
   }
-  if (total === 0) errors.push({ code: "empty_file", line: null, message: "The input file has no requests.", param: null });
-  return { total, model, errors, lines: errors.length ? undefined : kept };
+
+  /** The check is settled: nothing after this chunk can change it. */
+  get finished(): boolean {
+    return this.over;
+  }
+
+  end(): { total: number; model: string | null; errors: LineError[] } {
+    if (this.total === 0) this.errors.push({ code: "empty_file", line: null, message: "The input file has no requests.", param: null });
+    return { total: this.total, model: this.model, errors: this.errors };
+  }
 }

@@ -9,7 +9,11 @@
 // slice is not committed on its own: its lines go straight into the files, and its counts commit
 // with the batch's end (a crash before that runs it again). Each commit costs the same whatever
 // its size, so a batch of fast local requests that fits one slice pays for one transaction.
-import { randomBytes } from "node:crypto";
+//
+// With worker threads (BatchWorkers), the input is checked there, chunk by chunk in parallel,
+// and the requests of THREAD_ENDPOINTS (token counting: CPU on the calling thread) run there too,
+// a chunk per task: a batch uses the other cores and the event loop only gathers results. The
+// same functions (checkChunk, runRequests) run on the main thread without workers.
 import { setTimeout as sleep } from "node:timers/promises";
 import { newId } from "../../common/ids.js";
 import { TurnTaker } from "../../common/yield.js";
@@ -18,8 +22,10 @@ import { VersionConflict, type Scope, type WriteOp } from "../../storage/types.j
 import type { ServiceDeps } from "../deps.js";
 import { FILE_KIND, newFileId, type FileRecord } from "../files/files.js";
 import { BATCH_KIND, type BatchRecord } from "./batches.js";
-import { zeroUsage, type EndpointCall, type Endpoint, type Usage } from "./endpoints.js";
-import { checkInput, fileLines, KEEP_PARSED_BYTES, parseLine, type InputLine } from "./input.js";
+import { THREAD_ENDPOINTS, zeroUsage, type EndpointCall, type Endpoint, type Usage } from "./endpoints.js";
+import { checkChunk, chunkSize, InputCheck, parseLine, requestChunks, requestTexts, subChunk, type ChunkCheck, type RequestChunk } from "./input.js";
+import { addUsageTo, runRequests, type RequestRange, type RunResult } from "./run.js";
+import type { BatchWorkers } from "./workers.js";
 
 export const SLICE_KIND = "batch_slice";
 
@@ -33,7 +39,12 @@ export interface RunnerOptions {
   /** Minimum time per slice: a simple throttle (an upstream's rate limit); 0 = none. */
   sliceIntervalMs: number;
   calls: Partial<Record<Endpoint, EndpointCall>>;
+  /** Worker threads for checking input and running THREAD_ENDPOINTS; null: all on the main thread. */
+  workers: BatchWorkers | null;
 }
+
+/** Requests per chunk read from the input: the unit of checking and of a worker's task. */
+const CHUNK_REQUESTS = 512;
 
 interface RunState {
   /** Requests (non-blank lines) whose results are committed. */
@@ -47,15 +58,7 @@ interface RunState {
 }
 
 /** What a slice's requests gave. */
-interface SliceResult {
-  output: Buffer;
-  errors: Buffer;
-  completed: number;
-  failed: number;
-  usage: Usage | null;
-  /** Requests run: the first `done` of the slice. */
-  done: number;
-}
+type SliceResult = RunResult;
 
 interface SliceRecord {
   output: string;
@@ -63,6 +66,44 @@ interface SliceRecord {
 }
 
 const TERMINAL = new Set(["failed", "completed", "expired", "cancelled"]);
+
+const utf8 = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("utf8");
+
+/** Requests read from the input and not yet run, as ranges of chunks in input order. */
+class PendingRequests {
+  private ranges: RequestRange[] = [];
+  length = 0;
+
+  push(r: RequestRange): void {
+    if (r.to <= r.from) return;
+    this.ranges.push({ ...r });
+    this.length += r.to - r.from;
+  }
+
+  /** The first `n` requests (they stay until drop). */
+  first(n: number): RequestRange[] {
+    const out: RequestRange[] = [];
+    for (const r of this.ranges) {
+      if (n <= 0) break;
+      const k = Math.min(n, r.to - r.from);
+      out.push({ chunk: r.chunk, from: r.from, to: r.from + k });
+      n -= k;
+    }
+    return out;
+  }
+
+  /** Forgets the first `n` requests: they ran. */
+  drop(n: number): void {
+    this.length -= n;
+    while (n > 0) {
+      const r = this.ranges[0]!;
+      const k = Math.min(n, r.to - r.from);
+      r.from += k;
+      n -= k;
+      if (r.from === r.to) this.ranges.shift();
+    }
+  }
+}
 
 const sliceId = (batchId: string, n: number) => `${batchId}:${String(n).padStart(6, "0")}`;
 
@@ -72,57 +113,17 @@ const sliceId = (batchId: string, n: number) => `${batchId}:${String(n).padStart
  */
 interface HeldSlices {
   from: number;
-  output: Buffer[];
-  errors: Buffer[];
+  output: Uint8Array[];
+  errors: Uint8Array[];
   bytes: number;
 }
 const HELD_SLICE_BYTES = 32 * 1024 * 1024;
-
-function addUsageTo(a: Usage, b: Usage): void {
-  a.input_tokens += b.input_tokens;
-  a.cached_tokens += b.cached_tokens;
-  a.output_tokens += b.output_tokens;
-  a.reasoning_tokens += b.reasoning_tokens;
-  a.total_tokens += b.total_tokens;
-}
 
 function addUsage(a: Usage, b: Usage | null): Usage {
   if (!b) return a;
   const sum = { ...a };
   addUsageTo(sum, b);
   return sum;
-}
-
-/**
- * JSONL text gathered outside the JavaScript heap. A slice's 10,000 output lines, kept as strings
- * until its end, outlived the young generation and were copied by every scavenge on the way to
- * the old one (a third of a batch's time went to the collector); here each line dies at once.
- */
-class LineSink {
-  private buf = Buffer.allocUnsafe(64 * 1024);
-  private len = 0;
-  append(text: string): void {
-    const need = this.len + text.length * 3; // UTF-8 takes at most 3 bytes per UTF-16 unit
-    if (need > this.buf.length) {
-      const next = Buffer.allocUnsafe(Math.max(need, this.buf.length * 2));
-      this.buf.copy(next, 0, 0, this.len);
-      this.buf = next;
-    }
-    this.len += this.buf.write(text, this.len, "utf8");
-  }
-  get length(): number {
-    return this.len;
-  }
-  bytes(): Buffer {
-    return this.buf.subarray(0, this.len);
-  }
-}
-
-/** Ids for a slice's output lines and request ids, from one draw of random bytes (16 bytes each). */
-function idPool(n: number) {
-  const hex = randomBytes(n * 16).toString("hex");
-  let at = 0;
-  return () => hex.slice(at, (at += 32));
 }
 
 export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
@@ -154,74 +155,91 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
   }
 
   /**
-   * Runs a slice's requests, at most `concurrency` at once, taking no new one after `sliceMs`:
-   * the results of the first `done` lines, in input order, as output and error JSONL text.
+   * Checks the whole input file: the number of requests, or the errors (line order, at most
+   * MAX_LISTED_ERRORS). Chunks are checked on the workers, several at once, and merged in order.
    */
-  async function runSlice(batch: BatchRecord, lines: InputLine[], signal: AbortSignal): Promise<SliceResult> {
-    const call = opts.calls[batch.endpoint];
-    // Each result is turned into its output line as soon as it is there (no result objects kept),
-    // and lines go to the sinks in input order as soon as those before them are there.
-    const texts: (string | undefined)[] = new Array(lines.length);
-    const ok: boolean[] = new Array(lines.length);
-    const out = new LineSink();
-    const errs = new LineSink();
-    let written = 0;
-    let completed = 0;
-    const flushInOrder = () => {
-      for (let t = texts[written]; t !== undefined; t = texts[written]) {
-        if (ok[written]) {
-          out.append(t);
-          completed++;
-        } else errs.append(t);
-        texts[written++] = undefined;
-      }
-    };
-    const usage = zeroUsage();
-    let hasUsage = false;
-    const id = idPool(lines.length * 2);
-    const deadline = Date.now() + opts.sliceMs;
-    // Indices are taken in order and every one taken is run, so the first `next` results are all there.
-    let next = 0;
-    // One signal per slice, linked to the run's: each request's context listens on it, and a
-    // listener per request on the run's own signal would pile up over a whole batch.
-    const sliceAbort = new AbortController();
-    const onAbort = () => sliceAbort.abort(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
+  async function checkInput(batch: BatchRecord, signal: AbortSignal) {
+    const check = new InputCheck();
+    const workers = opts.workers;
     const turns = new TurnTaker();
-    const worker = async () => {
-      // One context per worker and slice: the services read only its principal and signal.
-      const ctx = call?.context(batch.principal, sliceAbort.signal);
-      // The bytes of the lines in the sinks: those still out of order (at most `concurrency`) are not counted yet.
-      while (next < lines.length && (next === 0 || (out.length + errs.length < opts.sliceBytes && Date.now() <= deadline))) {
-        // Local requests resolve at once: without this the whole slice would hold the event loop.
-        const turn = turns.check();
-        if (turn) {
-          await turn;
-          continue; // the slice's limits are checked again
-        }
-        const i = next++;
-        const line = lines[i]!;
-        const r = call
-          ? await call.call(line.body as never, ctx!)
-          : { status: 400, body: { error: { message: `The endpoint ${batch.endpoint} is not available on this server.`, type: "invalid_request_error", param: null, code: "endpoint_unavailable" } }, usage: null };
-        // The platform's output line; keys in the order JSON.stringify of the object would give.
-        const text = `{"id":"batch_req_${id()}","custom_id":${JSON.stringify(line.customId)},"response":{"status_code":${r.status},"request_id":"req_${id()}","body":${JSON.stringify(r.body)}},"error":null}\n`;
-        ok[i] = r.status >= 200 && r.status < 300;
-        texts[i] = text;
-        if (i === written) flushInOrder();
-        if (r.usage) {
-          addUsageTo(usage, r.usage);
-          hasUsage = true;
-        }
-      }
-    };
+    const pending: { chunk: RequestChunk; result: Promise<ChunkCheck> }[] = [];
     try {
-      await Promise.all(Array.from({ length: Math.min(opts.concurrency, lines.length) }, worker));
+      for await (const chunk of requestChunks(deps.blobs, batch.inputFileId, CHUNK_REQUESTS)) {
+        if (workers) {
+          pending.push({ chunk, result: workers.check(chunk, batch.endpoint, signal) });
+          if (pending.length < 2 * workers.size) continue;
+          const p = pending.shift()!;
+          check.add(p.chunk, await p.result);
+        } else {
+          const turn = turns.check();
+          if (turn) await turn;
+          check.add(chunk, checkChunk(chunk, batch.endpoint));
+        }
+        if (check.finished) break;
+      }
+      while (pending.length) {
+        const p = pending.shift()!;
+        check.add(p.chunk, await p.result);
+      }
     } finally {
-      signal.removeEventListener("abort", onAbort);
+      for (const p of pending) p.result.catch(() => {}); // left behind by an error: nobody waits for them
     }
-    flushInOrder(); // every request taken has its line by now
-    return { output: out.bytes(), errors: errs.bytes(), completed, failed: written - completed, usage: hasUsage ? usage : null, done: next };
+    return check.end();
+  }
+
+  /**
+   * Runs a slice's requests, taking no new one after `sliceMs` or `sliceBytes` of output: the
+   * results of the first `done`, in input order.
+   */
+  async function runSlice(batch: BatchRecord, ranges: RequestRange[], signal: AbortSignal): Promise<SliceResult> {
+    const deadline = Date.now() + opts.sliceMs;
+    const workers = opts.workers;
+    try {
+      if (workers && THREAD_ENDPOINTS.has(batch.endpoint)) return await runOnWorkers(workers, batch, ranges, deadline, signal);
+      return await runRequests(ranges, batch.endpoint, opts.calls[batch.endpoint], batch.principal, signal, { concurrency: opts.concurrency, deadline, maxBytes: opts.sliceBytes, turns: new TurnTaker() });
+    } catch (e) {
+      // Validated before the run, and files never change: this would be corruption.
+      if ((e as Error).name === "InputChangedError") throw new PermanentJobError(`batch ${batch.id}: ${(e as Error).message}`);
+      throw e;
+    }
+  }
+
+  /** The slice as chunks on the workers (two per worker under way), joined in order. */
+  async function runOnWorkers(workers: BatchWorkers, batch: BatchRecord, ranges: RequestRange[], deadline: number, signal: AbortSignal): Promise<SliceResult> {
+    const pieces: RequestRange[] = [];
+    for (const r of ranges) for (let f = r.from; f < r.to; f += CHUNK_REQUESTS) pieces.push({ chunk: r.chunk, from: f, to: Math.min(r.to, f + CHUNK_REQUESTS) });
+    const results: RunResult[] = [];
+    const running: Promise<RunResult>[] = [];
+    let bytes = 0;
+    let taken = 0;
+    try {
+      for (;;) {
+        while (taken < pieces.length && running.length < 2 * workers.size && (taken === 0 || (bytes < opts.sliceBytes && Date.now() <= deadline))) {
+          const p = pieces[taken++]!;
+          const whole = p.from === 0 && p.to === chunkSize(p.chunk);
+          // A whole chunk is moved to the worker: every piece sent runs to its end, and none is read again.
+          running.push(workers.run(whole ? p.chunk : subChunk(p.chunk, p.from, p.to), batch.endpoint, batch.principal, opts.concurrency, signal));
+        }
+        const next = running.shift();
+        if (!next) break;
+        const r = await next;
+        results.push(r);
+        bytes += r.output.length + r.errors.length;
+      }
+    } finally {
+      for (const p of running) p.catch(() => {}); // left behind by an error: nobody waits for them
+    }
+    let usage: Usage | null = null;
+    for (const r of results) if (r.usage) addUsageTo((usage ??= zeroUsage()), r.usage);
+    const sum = (f: (r: RunResult) => number) => results.reduce((n, r) => n + f(r), 0);
+    return {
+      output: Buffer.concat(results.map((r) => r.output)),
+      errors: Buffer.concat(results.map((r) => r.errors)),
+      completed: sum((r) => r.completed),
+      failed: sum((r) => r.failed),
+      usage,
+      done: sum((r) => r.done),
+    };
   }
 
   /**
@@ -246,10 +264,11 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     if (end === "expired") {
       let seen = 0;
       const b = (await batches().get(scope, batchId))!.data;
-      for await (const lines of fileLines(deps.blobs, b.inputFileId)) {
-        for (const { line, text } of lines) {
+      for await (const chunk of requestChunks(deps.blobs, b.inputFileId, CHUNK_REQUESTS)) {
+        const text = requestTexts(chunk);
+        for (let i = 0; i < chunkSize(chunk); i++) {
           if (seen++ < st.done) continue;
-          const parsed = parseLine(text, line, b.endpoint);
+          const parsed = parseLine(text(i), chunk.lines[i]!, b.endpoint);
           const customId = "customId" in parsed ? parsed.customId : null;
           expiredLines += JSON.stringify({ id: newId("batch_req_"), custom_id: customId, response: null, error: { code: "batch_expired", message: "This request could not be executed before the completion window expired." } }) + "\n";
           expiredCount++;
@@ -314,17 +333,13 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     if (!rec) throw new PermanentJobError(`batch ${ctx.job.payload.batchId} does not exist`);
     if (TERMINAL.has(rec.data.status)) return null;
     let state: RunState = ctx.job.checkpoint ?? { done: 0, slices: 0 };
-    // The requests as validation parsed them (small files); otherwise (and after a restart) the file is read again.
-    let parsed: InputLine[] | undefined;
 
     if (rec.data.status === "validating" || (rec.data.status === "cancelling" && rec.data.inProgressAt === null)) {
       if (rec.data.status === "cancelling") {
         await finalize(ctx, state, "cancelled", null);
         return null;
       }
-      const size = (await deps.blobs.size(rec.data.inputFileId)) ?? Infinity;
-      const check = await checkInput(deps.blobs, rec.data.inputFileId, rec.data.endpoint, { keep: size <= KEEP_PARSED_BYTES });
-      parsed = check.lines;
+      const check = await checkInput(rec.data, ctx.signal);
       const now = deps.clock.now();
       if (check.errors.length) {
         await ctx.complete(null, [
@@ -352,28 +367,18 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     }
 
     const current = (await batches().get(scope, rec.id))!.data;
-    // Requests from the resume point on: the lines validation kept, or the file read again.
+    // Requests from the resume point on, in chunks read from the file.
     const from = state.done;
-    async function* requests(): AsyncGenerator<InputLine[]> {
-      if (parsed) {
-        for (let i = from; i < parsed.length; i += opts.sliceLines) yield parsed.slice(i, i + opts.sliceLines);
-        return;
-      }
+    async function* requests(): AsyncGenerator<RequestRange> {
       let n = 0;
-      for await (const lines of fileLines(deps.blobs, current.inputFileId)) {
-        const out: InputLine[] = [];
-        for (const { line, text } of lines) {
-          if (n++ < from) continue;
-          const r = parseLine(text, line, current.endpoint);
-          // Validated before the run, and files never change: this would be corruption.
-          if ("code" in r) throw new PermanentJobError(`batch ${rec!.id}: input line ${line} no longer parses (${r.message})`);
-          out.push(r);
-        }
-        if (out.length) yield out;
+      for await (const chunk of requestChunks(deps.blobs, current.inputFileId, CHUNK_REQUESTS)) {
+        const size = chunkSize(chunk);
+        if (n + size > from) yield { chunk, from: Math.max(0, from - n), to: size };
+        n += size;
       }
     }
     let held: HeldSlices | null = { from: state.slices, output: [], errors: [], bytes: 0 };
-    let slice: InputLine[] = [];
+    const slice = new PendingRequests();
     /**
      * Runs one slice (or part of it, at its limits) and commits it; what is left stays in `slice`.
      * When it is the batch's last (`inputDone` and it all ran), it is not committed on its own:
@@ -385,7 +390,7 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
       if (deps.clock.now() >= b.expiresAt) return "expired";
       if (!slice.length) return "go";
       const started = Date.now();
-      const r = await runSlice(b, slice.length > opts.sliceLines ? slice.slice(0, opts.sliceLines) : slice, ctx.signal);
+      const r = await runSlice(b, slice.first(opts.sliceLines), ctx.signal);
       if (inputDone && r.done === slice.length && state.files) {
         await finalize(ctx, state, "completed", held, r);
         return "finished";
@@ -393,7 +398,7 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
       const id = sliceId(rec.id, state.slices);
       const nextState: RunState = { ...state, done: state.done + r.done, slices: state.slices + 1 };
       await commit(ctx, nextState, (cur) => ({ ...cur, usage: addUsage(cur.usage, r.usage), requestCounts: { ...cur.requestCounts, completed: cur.requestCounts.completed + r.completed, failed: cur.requestCounts.failed + r.failed } }), [
-        { op: "insert", kind: SLICE_KIND, scope, record: { id, parentId: rec.id, createdAt: deps.clock.now(), data: { output: r.output.toString("utf8"), errors: r.errors.toString("utf8") } satisfies SliceRecord } },
+        { op: "insert", kind: SLICE_KIND, scope, record: { id, parentId: rec.id, createdAt: deps.clock.now(), data: { output: utf8(r.output), errors: utf8(r.errors) } satisfies SliceRecord } },
       ]);
       state = nextState;
       if (held) {
@@ -402,7 +407,7 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
         held.bytes += r.output.length + r.errors.length;
         if (held.bytes > HELD_SLICE_BYTES) held = null;
       }
-      slice = slice.slice(r.done);
+      slice.drop(r.done);
       const rest = opts.sliceIntervalMs - (Date.now() - started);
       if (rest > 0) await sleep(rest, undefined, { signal: ctx.signal });
       return "go";
@@ -411,7 +416,7 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     const source = requests();
     let chunk = await source.next();
     while (!chunk.done) {
-      for (const r of chunk.value) slice.push(r);
+      slice.push(chunk.value);
       chunk = await source.next();
       const inputDone = chunk.done === true;
       while (slice.length >= opts.sliceLines || (inputDone && slice.length > 0)) {

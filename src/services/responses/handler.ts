@@ -43,33 +43,55 @@ export interface ResponsesOptions {
   fetch?: Partial<FetchPolicy>;
 }
 
-export function createResponsesService(deps: ServiceDeps, opts: ResponsesOptions = {}): ServiceImpl<typeof ResponsesService> {
-  const files = new Files(deps);
-  const policy: FetchPolicy = { timeoutMs: 10_000, maxBytes: MAX_INPUT_FILE_BYTES, allowPrivate: false, ...opts.fetch };
+/** What counting reads from storage: the project's fine-tuned models and its Files. */
+export interface CountingLookups {
+  /** Whether the project has the fine-tuned model `model`. */
+  hasFineTunedModel(scope: Scope, model: string): Promise<boolean>;
+  /** A File's bytes and name; an InputTokensError (404, 413) when it is missing or too large. */
+  readFile(scope: Scope, fileId: string): Promise<{ bytes: Uint8Array; filename: string }>;
+}
 
-  // Errors carry param "" so that the engine names the field that held the id
-  // (input[0].content[1].file_id), not a bare "file_id".
-  async function readFile(scope: Scope, fileId: string) {
-    let rec;
-    try {
-      rec = (await files.get(scope, fileId, "file_id")).data;
-    } catch (e) {
-      if (e instanceof ApiError && e.status === 404) throw new InputTokensError(404, "", e.message, e.errorCode ?? undefined, { cause: e });
-      throw e;
-    }
-    if (rec.bytes > MAX_INPUT_FILE_BYTES)
-      throw new InputTokensError(413, "", `File ${fileId} is ${rec.bytes} bytes; at most ${MAX_INPUT_FILE_BYTES} can be counted.`, "file_too_large");
-    const chunks: Buffer[] = [];
-    for await (const c of deps.blobs.get(rec.id)) chunks.push(c as Buffer);
-    return { bytes: new Uint8Array(Buffer.concat(chunks)), filename: rec.filename };
-  }
+/** The lookups on this process's storage. */
+export function storageLookups(deps: ServiceDeps): CountingLookups {
+  const files = new Files(deps);
+  return {
+    hasFineTunedModel: async (scope, model) => (await deps.records.collection(FINE_TUNED_MODEL_KIND).get(scope, model)) !== undefined,
+    // Errors carry param "" so that the engine names the field that held the id
+    // (input[0].content[1].file_id), not a bare "file_id".
+    async readFile(scope, fileId) {
+      let rec;
+      try {
+        rec = (await files.get(scope, fileId, "file_id")).data;
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 404) throw new InputTokensError(404, "", e.message, e.errorCode ?? undefined, { cause: e });
+        throw e;
+      }
+      if (rec.bytes > MAX_INPUT_FILE_BYTES)
+        throw new InputTokensError(413, "", `File ${fileId} is ${rec.bytes} bytes; at most ${MAX_INPUT_FILE_BYTES} can be counted.`, "file_too_large");
+      const chunks: Buffer[] = [];
+      for await (const c of deps.blobs.get(rec.id)) chunks.push(c as Buffer);
+      return { bytes: new Uint8Array(Buffer.concat(chunks)), filename: rec.filename };
+    },
+  };
+}
+
+export function createResponsesService(deps: ServiceDeps, opts: ResponsesOptions = {}): ServiceImpl<typeof ResponsesService> {
+  return responsesServiceWith(storageLookups(deps), opts);
+}
+
+/**
+ * The service over any lookups: this process's storage, or (in a batch worker thread, see
+ * src/services/batches/worker.ts) the main thread's, asked through the worker pool.
+ */
+export function responsesServiceWith(lookups: CountingLookups, opts: ResponsesOptions = {}): ServiceImpl<typeof ResponsesService> {
+  const policy: FetchPolicy = { timeoutMs: 10_000, maxBytes: MAX_INPUT_FILE_BYTES, allowPrivate: false, ...opts.fetch };
 
   return {
     async countInputTokens(req, ctx) {
       const scope = scopeOf(ctx);
       if (req.model === undefined || req.model === "") throw missingParam("model");
       // A fine-tuned model counts with its base's encoding, but only if this project has it.
-      if (req.model.startsWith("ft:") && !(await deps.records.collection(FINE_TUNED_MODEL_KIND).get(scope, req.model)))
+      if (req.model.startsWith("ft:") && !(await lookups.hasFineTunedModel(scope, req.model)))
         throw new ApiError(404, `The model '${req.model}' does not exist or you do not have access to it.`, { param: "model", code: "model_not_found" });
       try {
         const result = await countInputTokens(
@@ -79,7 +101,7 @@ export function createResponsesService(deps: ServiceDeps, opts: ResponsesOptions
               fetchUrl(url, policy).catch((e) => {
                 throw e instanceof FetchUrlError ? new InputTokensError(e.status, "", e.message, e.code) : e;
               }),
-            readFile: (id) => readFile(scope, id),
+            readFile: (id) => lookups.readFile(scope, id),
           },
           { maxImageBytes: MAX_INPUT_FILE_BYTES, maxFileBytes: MAX_INPUT_FILE_BYTES },
         );

@@ -1,0 +1,57 @@
+// The batch worker threads, parent side: a WorkerPool of worker.ts, whose host functions read
+// this process's storage for the workers. Chunks go out as one copy of their bytes; results come
+// back moved, not copied.
+import type { Principal } from "../../auth/principal.js";
+import { WorkerPool, workerScript } from "../../engines/pool/index.js";
+import { InputTokensError } from "../../engines/tokenizer/index.js";
+import type { Scope } from "../../storage/types.js";
+import type { ServiceDeps } from "../deps.js";
+import { storageLookups, type ResponsesOptions } from "../responses/handler.js";
+import type { Endpoint } from "./endpoints.js";
+import { chunkBuffers, type ChunkCheck, type RequestChunk } from "./input.js";
+import type { RunResult } from "./run.js";
+import type { BatchTask, BatchWorkerData, HostFile } from "./worker.js";
+
+export class BatchWorkers {
+  private readonly pool: WorkerPool<BatchTask, ChunkCheck | RunResult>;
+
+  constructor(
+    deps: ServiceDeps,
+    readonly size: number,
+    responses: ResponsesOptions,
+  ) {
+    const lookups = storageLookups(deps);
+    const workerData: BatchWorkerData = { responses };
+    this.pool = new WorkerPool({
+      script: workerScript(import.meta.url, "worker"),
+      size,
+      name: "atrium-batch",
+      workerData,
+      host: {
+        hasFineTunedModel: (scope: Scope, model: string) => lookups.hasFineTunedModel(scope, model),
+        async readFile(scope: Scope, fileId: string): Promise<HostFile> {
+          try {
+            return { file: await lookups.readFile(scope, fileId) };
+          } catch (e) {
+            if (e instanceof InputTokensError) return { error: { status: e.status, param: e.param, message: e.message, code: e.code } };
+            throw e;
+          }
+        },
+      },
+    });
+  }
+
+  /** checkChunk on a worker (the chunk is copied: the caller keeps it). */
+  check(chunk: RequestChunk, endpoint: string, signal?: AbortSignal): Promise<ChunkCheck> {
+    return this.pool.run({ op: "check", endpoint, chunk }, { signal }) as Promise<ChunkCheck>;
+  }
+
+  /** Runs all of `chunk`'s requests on a worker; the chunk is moved there (unusable here after). */
+  run(chunk: RequestChunk, endpoint: Endpoint, principal: Principal, concurrency: number, signal?: AbortSignal): Promise<RunResult> {
+    return this.pool.run({ op: "run", endpoint, principal, concurrency, chunk }, { signal, transfer: chunkBuffers(chunk) }) as Promise<RunResult>;
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
