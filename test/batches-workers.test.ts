@@ -5,6 +5,8 @@
 // lines, the same counts and the same errors.data with `batches.workers` 0 (all on the event
 // loop) and 2, across chunk and slice boundaries, CRLF, blank and non-ASCII lines.
 import { readFileSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type OpenAI from "openai";
@@ -236,6 +238,72 @@ describe("the same batch on the event loop (workers 0) and on worker threads (wo
       [1200, "mismatched_endpoint"],
     ]);
     expect(pooled.out).toEqual([]);
+    // The first chunk ran ahead of the verdict on the worker threads; none of it counts.
+    expect(pooled.done.request_counts).toEqual({ total: 1300, completed: 0, failed: 0 });
+    expect(pooled.done.output_file_id).toBeNull();
+    expect(pooled.done.error_file_id).toBeNull();
+  });
+});
+
+describe("validation and the first slice in one pass: running ahead reaches nothing outside the server", () => {
+  let s: TestServer;
+  let images: Server;
+  let imageURL = "";
+  const hits: string[] = [];
+  const picture = png(64, 64);
+
+  beforeAll(async () => {
+    images = createServer((req, res) => {
+      hits.push(req.url ?? "");
+      res.writeHead(200, { "content-type": "image/png", "content-length": picture.length }).end(picture);
+    });
+    await new Promise<void>((r) => images.listen(0, "127.0.0.1", r));
+    imageURL = `http://127.0.0.1:${(images.address() as AddressInfo).port}/img`;
+    s = await startTestServer({ env: { ATRIUM_FETCH_ALLOW_PRIVATE: "true" } });
+  });
+  afterAll(async () => {
+    await s?.stop();
+    images?.close();
+  });
+
+  const rows = (n: number, bad?: number) =>
+    Array.from({ length: n }, (_, i) =>
+      i === bad
+        ? "{not json"
+        : JSON.stringify({ custom_id: `a${i}`, method: "POST", url: INPUT_TOKENS, body: { model: "gpt-4o", input: i % 100 === 7 && i >= 1024 ? [{ role: "user", content: [{ type: "input_image", image_url: `${imageURL}/${i}`, detail: "low" }] }] : `text ${i}` } }),
+    ).join("\n") + "\n";
+
+  async function batch(text: string) {
+    const c = sdk(s.baseURL);
+    const input = await c.files.create({ file: await toFile(Buffer.from(text), "in.jsonl"), purpose: "batch" });
+    const b = await c.batches.create({ input_file_id: input.id, endpoint: INPUT_TOKENS, completion_window: "24h" });
+    const done = await pollUntil(() => c.batches.retrieve(b.id), (x) => ["completed", "failed"].includes(x.status), `batch ${b.id}`, { ms: 60_000 });
+    const out = done.output_file_id ? (await (await c.files.content(done.output_file_id)).text()).trim().split("\n").map((l) => JSON.parse(l)) : [];
+    return { done, out };
+  }
+
+  it("a file that fails validation on its last line fetched no image, though its first chunks ran ahead", async () => {
+    hits.length = 0;
+    // The bad line is in the fourth chunk; the third, with the images, is clean and runs ahead.
+    const { done } = await batch(rows(1600, 1599));
+    expect(done.status).toBe("failed");
+    expect(done.errors!.data!.map((e) => [e.line, e.code])).toEqual([[1600, "invalid_json_line"]]);
+    expect(hits).toEqual([]);
+  });
+
+  it("a valid file: each image fetched once, after validation, and counted as the endpoint counts it", async () => {
+    hits.length = 0;
+    const { done, out } = await batch(rows(1500));
+    expect(done.status).toBe("completed");
+    expect(done.request_counts).toEqual({ total: 1500, completed: 1500, failed: 0 });
+    // Lines 1107 … 1407 ask for an image: the chunk that holds them (the third) did not count
+    // ahead, but after validation; the first two counted ahead and are used as they are.
+    expect(hits.sort()).toEqual(["/img/1107", "/img/1207", "/img/1307", "/img/1407"]);
+    for (const i of [7, 600, 1107]) {
+      const direct = await (await api(s.baseURL, "/responses/input_tokens", { method: "POST", json: JSON.parse(rows(i + 1).trim().split("\n")[i]!).body })).json();
+      expect(out[i]).toMatchObject({ custom_id: `a${i}`, response: { status_code: 200, body: direct } });
+    }
+    expect(out.map((l) => l.custom_id)).toEqual(Array.from({ length: 1500 }, (_, i) => `a${i}`));
   });
 });
 
@@ -270,5 +338,18 @@ describe("BatchWorkers: a chunk on a worker thread gives what it gives on the ma
     expect({ ...remote, output: linesOf(remote.output), errors: linesOf(remote.errors) }).toEqual({ ...local, output: linesOf(local.output), errors: linesOf(local.errors) });
     // The image was read: a 512×512 high-detail image is 255 tokens, the message frame 7.
     expect(linesOf(remote.output)[0].response.body.input_tokens).toBe(7 + 255);
+
+    // checkRun: the check, and the run when every line is fine and nothing was fetched.
+    const ahead = await workers.checkRun(chunk!, "/v1/responses/input_tokens", principal, 4);
+    expect(ahead.check).toEqual(checkChunk(chunk!, INPUT_TOKENS));
+    expect(ahead.run && linesOf(ahead.run.output)).toEqual(linesOf(local.output));
+    const withLine = async (extra: string) => (await chunksOf(piecesOf(countingLines(3, { png: image.id, pdf: doc.id }) + extra + "\n", 4096), 1000))[0]!;
+    const bad = await workers.checkRun(await withLine("{not json"), "/v1/responses/input_tokens", principal, 4);
+    expect(bad.run).toBeNull();
+    expect(bad.check.errors.map((e) => e.code)).toEqual(["invalid_json_line"]);
+    const fetching = JSON.stringify({ custom_id: "u", method: "POST", url: INPUT_TOKENS, body: { model: "gpt-4o", input: [{ role: "user", content: [{ type: "input_image", image_url: "http://127.0.0.1:9/x.png" }] }] } });
+    const later = await workers.checkRun(await withLine(fetching), "/v1/responses/input_tokens", principal, 4);
+    expect(later.check.errors).toEqual([]);
+    expect(later.run).toBeNull();
   });
 });

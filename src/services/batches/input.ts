@@ -203,7 +203,8 @@ export interface ChunkCheck {
   model: string | null;
 }
 
-export function checkChunk(c: RequestChunk, endpoint: string): ChunkCheck {
+/** Checks a chunk's lines; with `parsed`, each valid request is put there (at its index) for running. */
+export function checkChunk(c: RequestChunk, endpoint: string, parsed?: InputLine[]): ChunkCheck {
   const customIds: (string | null)[] = new Array(c.lines.length);
   const errors: LineError[] = [];
   let model: string | null = null;
@@ -216,6 +217,7 @@ export function checkChunk(c: RequestChunk, endpoint: string): ChunkCheck {
       continue;
     }
     customIds[i] = r.customId;
+    if (parsed) parsed[i] = r;
     if (model === null && typeof r.body.model === "string") model = r.body.model;
   }
   return { customIds, errors, model };

@@ -23,8 +23,9 @@ import type { ServiceDeps } from "../deps.js";
 import { FILE_KIND, newFileId, type FileRecord } from "../files/files.js";
 import { BATCH_KIND, type BatchRecord } from "./batches.js";
 import { THREAD_ENDPOINTS, zeroUsage, type EndpointCall, type Endpoint, type Usage } from "./endpoints.js";
-import { checkChunk, chunkSize, InputCheck, parseLine, requestChunks, requestTexts, subChunk, type ChunkCheck, type RequestChunk } from "./input.js";
+import { checkChunk, chunkSize, InputCheck, parseLine, requestChunks, requestTexts, subChunk, type ChunkCheck, type LineError, type RequestChunk } from "./input.js";
 import { addUsageTo, runRequests, type RequestRange, type RunResult } from "./run.js";
+import type { CheckRun } from "./worker.js";
 import type { BatchWorkers } from "./workers.js";
 
 export const SLICE_KIND = "batch_slice";
@@ -45,6 +46,15 @@ export interface RunnerOptions {
 
 /** Requests per chunk read from the input: the unit of checking and of a worker's task. */
 const CHUNK_REQUESTS = 512;
+/** An input file up to this size is read once: validation keeps its chunks for the run. */
+const KEEP_CHUNK_BYTES = 16 * 1024 * 1024;
+
+/** What validation leaves: its verdict, the chunks of a small file, and the results of those that ran ahead. */
+interface Checked {
+  verdict: { total: number; model: string | null; errors: LineError[] };
+  chunks: RequestChunk[] | null;
+  ahead: Map<RequestChunk, RunResult>;
+}
 
 interface RunState {
   /** Requests (non-blank lines) whose results are committed. */
@@ -157,19 +167,35 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
   /**
    * Checks the whole input file: the number of requests, or the errors (line order, at most
    * MAX_LISTED_ERRORS). Chunks are checked on the workers, several at once, and merged in order.
+   * For THREAD_ENDPOINTS the chunks of the first slice also run there, ahead of the verdict
+   * (validation and the first slice in one pass, worker.ts says how): their results are kept for
+   * the run, with the chunks of a small file, which is then read once.
    */
-  async function checkInput(batch: BatchRecord, signal: AbortSignal) {
+  async function checkInput(batch: BatchRecord, signal: AbortSignal): Promise<Checked> {
     const check = new InputCheck();
     const workers = opts.workers;
     const turns = new TurnTaker();
-    const pending: { chunk: RequestChunk; result: Promise<ChunkCheck> }[] = [];
+    const chunks: RequestChunk[] | null = ((await deps.blobs.size(batch.inputFileId)) ?? Infinity) <= KEEP_CHUNK_BYTES ? [] : null;
+    const runAhead = workers !== null && chunks !== null && THREAD_ENDPOINTS.has(batch.endpoint);
+    const ahead = new Map<RequestChunk, RunResult>();
+    let requests = 0;
+    const pending: { chunk: RequestChunk; check?: Promise<ChunkCheck>; checkRun?: Promise<CheckRun> }[] = [];
+    const settle = async () => {
+      const p = pending.shift()!;
+      if (p.check) return check.add(p.chunk, await p.check);
+      const r = await p.checkRun!;
+      check.add(p.chunk, r.check);
+      if (r.run) ahead.set(p.chunk, r.run);
+    };
     try {
       for await (const chunk of requestChunks(deps.blobs, batch.inputFileId, CHUNK_REQUESTS)) {
+        chunks?.push(chunk);
+        requests += chunkSize(chunk);
         if (workers) {
-          pending.push({ chunk, result: workers.check(chunk, batch.endpoint, signal) });
+          if (runAhead && requests <= opts.sliceLines) pending.push({ chunk, checkRun: workers.checkRun(chunk, batch.endpoint, batch.principal, opts.concurrency, signal) });
+          else pending.push({ chunk, check: workers.check(chunk, batch.endpoint, signal) });
           if (pending.length < 2 * workers.size) continue;
-          const p = pending.shift()!;
-          check.add(p.chunk, await p.result);
+          await settle();
         } else {
           const turn = turns.check();
           if (turn) await turn;
@@ -177,25 +203,22 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
         }
         if (check.finished) break;
       }
-      while (pending.length) {
-        const p = pending.shift()!;
-        check.add(p.chunk, await p.result);
-      }
+      while (pending.length) await settle();
     } finally {
-      for (const p of pending) p.result.catch(() => {}); // left behind by an error: nobody waits for them
+      for (const p of pending) (p.check ?? p.checkRun)!.catch(() => {}); // left behind by an error: nobody waits for them
     }
-    return check.end();
+    return { verdict: check.end(), chunks, ahead };
   }
 
   /**
    * Runs a slice's requests, taking no new one after `sliceMs` or `sliceBytes` of output: the
    * results of the first `done`, in input order.
    */
-  async function runSlice(batch: BatchRecord, ranges: RequestRange[], signal: AbortSignal): Promise<SliceResult> {
+  async function runSlice(batch: BatchRecord, ranges: RequestRange[], signal: AbortSignal, ahead: Map<RequestChunk, RunResult>): Promise<SliceResult> {
     const deadline = Date.now() + opts.sliceMs;
     const workers = opts.workers;
     try {
-      if (workers && THREAD_ENDPOINTS.has(batch.endpoint)) return await runOnWorkers(workers, batch, ranges, deadline, signal);
+      if (workers && THREAD_ENDPOINTS.has(batch.endpoint)) return await runOnWorkers(workers, batch, ranges, deadline, signal, ahead);
       return await runRequests(ranges, batch.endpoint, opts.calls[batch.endpoint], batch.principal, signal, { concurrency: opts.concurrency, deadline, maxBytes: opts.sliceBytes, turns: new TurnTaker() });
     } catch (e) {
       // Validated before the run, and files never change: this would be corruption.
@@ -204,8 +227,8 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     }
   }
 
-  /** The slice as chunks on the workers (two per worker under way), joined in order. */
-  async function runOnWorkers(workers: BatchWorkers, batch: BatchRecord, ranges: RequestRange[], deadline: number, signal: AbortSignal): Promise<SliceResult> {
+  /** The slice as chunks on the workers (two per worker under way), joined in order; chunks that ran ahead are not run again. */
+  async function runOnWorkers(workers: BatchWorkers, batch: BatchRecord, ranges: RequestRange[], deadline: number, signal: AbortSignal, ahead: Map<RequestChunk, RunResult>): Promise<SliceResult> {
     const pieces: RequestRange[] = [];
     for (const r of ranges) for (let f = r.from; f < r.to; f += CHUNK_REQUESTS) pieces.push({ chunk: r.chunk, from: f, to: Math.min(r.to, f + CHUNK_REQUESTS) });
     const results: RunResult[] = [];
@@ -217,6 +240,12 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
         while (taken < pieces.length && running.length < 2 * workers.size && (taken === 0 || (bytes < opts.sliceBytes && Date.now() <= deadline))) {
           const p = pieces[taken++]!;
           const whole = p.from === 0 && p.to === chunkSize(p.chunk);
+          const ran = whole ? ahead.get(p.chunk) : undefined;
+          if (ran) {
+            ahead.delete(p.chunk);
+            running.push(Promise.resolve(ran));
+            continue;
+          }
           // A whole chunk is moved to the worker: every piece sent runs to its end, and none is read again.
           running.push(workers.run(whole ? p.chunk : subChunk(p.chunk, p.from, p.to), batch.endpoint, batch.principal, opts.concurrency, signal));
         }
@@ -333,13 +362,16 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     if (!rec) throw new PermanentJobError(`batch ${ctx.job.payload.batchId} does not exist`);
     if (TERMINAL.has(rec.data.status)) return null;
     let state: RunState = ctx.job.checkpoint ?? { done: 0, slices: 0 };
+    // Set when this run validated the input (not after a restart, which reads the file again).
+    let checked: Checked | undefined;
 
     if (rec.data.status === "validating" || (rec.data.status === "cancelling" && rec.data.inProgressAt === null)) {
       if (rec.data.status === "cancelling") {
         await finalize(ctx, state, "cancelled", null);
         return null;
       }
-      const check = await checkInput(rec.data, ctx.signal);
+      checked = await checkInput(rec.data, ctx.signal);
+      const check = checked.verdict;
       const now = deps.clock.now();
       if (check.errors.length) {
         await ctx.complete(null, [
@@ -367,11 +399,12 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     }
 
     const current = (await batches().get(scope, rec.id))!.data;
-    // Requests from the resume point on, in chunks read from the file.
+    // Requests from the resume point on, in the chunks validation kept or read from the file.
     const from = state.done;
+    const ahead = checked?.ahead ?? new Map<RequestChunk, RunResult>();
     async function* requests(): AsyncGenerator<RequestRange> {
       let n = 0;
-      for await (const chunk of requestChunks(deps.blobs, current.inputFileId, CHUNK_REQUESTS)) {
+      for await (const chunk of checked?.chunks ?? requestChunks(deps.blobs, current.inputFileId, CHUNK_REQUESTS)) {
         const size = chunkSize(chunk);
         if (n + size > from) yield { chunk, from: Math.max(0, from - n), to: size };
         n += size;
@@ -390,7 +423,7 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
       if (deps.clock.now() >= b.expiresAt) return "expired";
       if (!slice.length) return "go";
       const started = Date.now();
-      const r = await runSlice(b, slice.first(opts.sliceLines), ctx.signal);
+      const r = await runSlice(b, slice.first(opts.sliceLines), ctx.signal, ahead);
       if (inputDone && r.done === slice.length && state.files) {
         await finalize(ctx, state, "completed", held, r);
         return "finished";

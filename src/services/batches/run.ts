@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import type { Principal } from "../../auth/principal.js";
 import type { TurnTaker } from "../../common/yield.js";
 import { zeroUsage, type EndpointCall, type Usage } from "./endpoints.js";
-import { parseLine, requestTexts, type RequestChunk } from "./input.js";
+import { parseLine, requestTexts, type InputLine, type RequestChunk } from "./input.js";
 
 /** Requests [from, to) of a chunk. */
 export interface RequestRange {
@@ -33,6 +33,8 @@ export interface RunLimits {
   maxBytes: number;
   /** Hands the event loop a turn now and then (on the main thread); null in a worker. */
   turns: TurnTaker | null;
+  /** The requests of a run of one whole chunk, already parsed (by checkChunk), by index. */
+  parsed?: InputLine[];
 }
 
 /** A line that passed validation no longer parses: the stored input changed under the batch. */
@@ -139,7 +141,7 @@ export async function runRequests(
       while (at >= ranges[range]!.to) at = ranges[++range]!.from;
       const chunk = ranges[range]!.chunk;
       const j = at++;
-      const line = parseLine(texts[range]!(j), chunk.lines[j]!, endpoint);
+      const line = limits.parsed?.[j] ?? parseLine(texts[range]!(j), chunk.lines[j]!, endpoint);
       if ("code" in line) throw new InputChangedError(`input line ${line.line} no longer parses (${line.message})`);
       const r = call
         ? await call.call(line.body as never, ctx!)

@@ -10,10 +10,10 @@ import { storageLookups, type ResponsesOptions } from "../responses/handler.js";
 import type { Endpoint } from "./endpoints.js";
 import { chunkBuffers, type ChunkCheck, type RequestChunk } from "./input.js";
 import type { RunResult } from "./run.js";
-import type { BatchTask, BatchWorkerData, HostFile } from "./worker.js";
+import type { BatchTask, BatchWorkerData, CheckRun, HostFile } from "./worker.js";
 
 export class BatchWorkers {
-  private readonly pool: WorkerPool<BatchTask, ChunkCheck | RunResult>;
+  private readonly pool: WorkerPool<BatchTask, ChunkCheck | RunResult | CheckRun>;
 
   constructor(
     deps: ServiceDeps,
@@ -49,6 +49,15 @@ export class BatchWorkers {
   /** Runs all of `chunk`'s requests on a worker; the chunk is moved there (unusable here after). */
   run(chunk: RequestChunk, endpoint: Endpoint, principal: Principal, concurrency: number, signal?: AbortSignal): Promise<RunResult> {
     return this.pool.run({ op: "run", endpoint, principal, concurrency, chunk }, { signal, transfer: chunkBuffers(chunk) }) as Promise<RunResult>;
+  }
+
+  /**
+   * checkChunk on a worker, and when the chunk's lines are fine, its requests run ahead of the
+   * verdict on the whole file (the chunk is copied: the caller keeps it). `run` is null when a
+   * line is bad or a request would have fetched a URL: then nothing ran that counts.
+   */
+  checkRun(chunk: RequestChunk, endpoint: Endpoint, principal: Principal, concurrency: number, signal?: AbortSignal): Promise<CheckRun> {
+    return this.pool.run({ op: "check-run", endpoint, principal, concurrency, chunk }, { signal }) as Promise<CheckRun>;
   }
 
   close(): Promise<void> {

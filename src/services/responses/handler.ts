@@ -41,6 +41,8 @@ function requestJson(req: CountInputTokensRequest): Record<string, unknown> {
 export interface ResponsesOptions {
   /** How image_url / file_url are fetched (timeout, size cap, private addresses). */
   fetch?: Partial<FetchPolicy>;
+  /** What fetches them (default fetchUrl); a batch worker counting ahead of validation fetches nothing. */
+  fetchUrl?: typeof fetchUrl;
 }
 
 /** What counting reads from storage: the project's fine-tuned models and its Files. */
@@ -85,6 +87,7 @@ export function createResponsesService(deps: ServiceDeps, opts: ResponsesOptions
  */
 export function responsesServiceWith(lookups: CountingLookups, opts: ResponsesOptions = {}): ServiceImpl<typeof ResponsesService> {
   const policy: FetchPolicy = { timeoutMs: 10_000, maxBytes: MAX_INPUT_FILE_BYTES, allowPrivate: false, ...opts.fetch };
+  const fetcher = opts.fetchUrl ?? fetchUrl;
 
   return {
     async countInputTokens(req, ctx) {
@@ -98,7 +101,7 @@ export function responsesServiceWith(lookups: CountingLookups, opts: ResponsesOp
           requestJson(req),
           {
             fetchImage: (url) =>
-              fetchUrl(url, policy).catch((e) => {
+              fetcher(url, policy).catch((e) => {
                 throw e instanceof FetchUrlError ? new InputTokensError(e.status, "", e.message, e.code) : e;
               }),
             readFile: (id) => lookups.readFile(scope, id),
