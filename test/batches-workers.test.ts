@@ -13,9 +13,10 @@ import type OpenAI from "openai";
 import type { Principal } from "../src/auth/principal.js";
 import { storageLookups, responsesServiceWith } from "../src/services/responses/handler.js";
 import { countInputTokensCall } from "../src/services/batches/endpoints.js";
-import { checkChunk, chunkSize, InputCheck, MAX_LISTED_ERRORS, MAX_REQUESTS, requestChunks, requestTexts, subChunk, type RequestChunk } from "../src/services/batches/input.js";
+import { checkChunk, CHUNK_MAX_BYTES, chunkSize, InputCheck, MAX_LISTED_ERRORS, MAX_REQUESTS, requestChunks, requestTexts, subChunk, type RequestChunk } from "../src/services/batches/input.js";
 import { runRequests } from "../src/services/batches/run.js";
 import { BatchWorkers } from "../src/services/batches/workers.js";
+import { createBatchRunner } from "../src/services/batches/jobs.js";
 import type { BlobStore } from "../src/storage/types.js";
 import { startTestServer, tempDir, testConfig, type TestServer } from "./helpers/server.js";
 import { api, sdk, toFile } from "./helpers/rest.js";
@@ -62,6 +63,14 @@ describe("requestChunks: the input's requests, in chunks of bytes", () => {
     expect(texts(sub)).toEqual(['{"y":2}']);
     expect(Array.from(sub.lines)).toEqual([2]);
     expect(sub.bytes.byteLength).toBe(7);
+  });
+
+  it(`a chunk also ends at ${CHUNK_MAX_BYTES / 1024 / 1024} MiB, so a file of long lines is never held whole`, async () => {
+    const long = (c: string) => JSON.stringify({ t: c.repeat(3 * 1024 * 1024) });
+    const chunks = await chunksOf(piecesOf([long("a"), long("b"), long("c")].join("\n"), 64 * 1024), 512);
+    expect(chunks.map(chunkSize)).toEqual([2, 1]);
+    expect(chunks.map((c) => c.bytes.byteLength)).toEqual([2 * long("a").length, long("c").length]);
+    expect(texts(chunks[1]!)).toEqual([long("c")]);
   });
 
   it("a chunk with non-ASCII text is cut by bytes, not characters", async () => {
@@ -245,6 +254,62 @@ describe("the same batch on the event loop (workers 0) and on worker threads (wo
   });
 });
 
+describe("a batch job whose signal fires while its chunks are on the workers", () => {
+  it("ends with the signal's reason and leaves no task's rejection unhandled (one would end the process)", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on("unhandledRejection", onUnhandled);
+    const E = "/v1/embeddings";
+    const text = Array.from({ length: 6000 }, (_, i) => JSON.stringify({ custom_id: `r${i}`, method: "POST", url: E, body: { model: "m", input: "x".repeat(100) } })).join("\n") + "\n";
+    const bytes = Buffer.from(text);
+    // The file arrives slowly: the signal fires while validation waits for more input, with checks under way.
+    const blobs = {
+      size: async () => bytes.length,
+      get: () => Readable.from((async function* () { for (let i = 0; i < bytes.length; i += 16384) { await new Promise((r) => setTimeout(r, 5)); yield bytes.subarray(i, i + 16384); } })()),
+    };
+    const rec = { id: "batch_1", version: 1, data: { id: "batch_1", status: "validating", inputFileId: "f", endpoint: E, principal: { projectId: "p" }, inProgressAt: null } };
+    const deps = { records: { collection: () => ({ get: async () => rec }) }, blobs, clock: { now: () => 0 } } as never;
+    const workers = new BatchWorkers(deps, 2, {});
+    try {
+      const run = createBatchRunner(deps, { concurrency: 8, sliceLines: 10_000, sliceMs: 1000, sliceBytes: 8 << 20, sliceIntervalMs: 0, calls: {}, workers });
+      const stop = new AbortController();
+      const ctx = { job: { scope: { projectId: "p" }, payload: { batchId: "batch_1" }, checkpoint: null }, signal: stop.signal, checkpoint: async () => {}, complete: async () => {} } as never;
+      setTimeout(() => stop.abort(new Error("shutting down")), 30);
+      await expect(run(ctx)).rejects.toThrow("shutting down");
+      await new Promise((r) => setTimeout(r, 50));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+      await workers.close();
+    }
+  });
+});
+
+describe("a server stopped while its workers check and run a batch", () => {
+  it("stops cleanly (no task left unhandled), and the next server on the same data finishes the batch, every line once", async () => {
+    const n = 30_000;
+    const text = Array.from({ length: n }, (_, i) => JSON.stringify({ custom_id: `k${i}`, method: "POST", url: INPUT_TOKENS, body: { model: "gpt-4o", input: `line ${i} ${"word ".repeat(i % 30)}` } })).join("\n") + "\n";
+    const first = await startTestServer();
+    const c1 = sdk(first.baseURL);
+    const input = await c1.files.create({ file: await toFile(Buffer.from(text), "in.jsonl"), purpose: "batch" });
+    const b = await c1.batches.create({ input_file_id: input.id, endpoint: INPUT_TOKENS, completion_window: "24h" });
+    await new Promise((r) => setTimeout(r, 40)); // into validation: chunks under way on the workers
+    await first.close(); // the job's signal fires and the pool closes under it
+
+    const second = await startTestServer({ dataDir: first.dataDir });
+    try {
+      const c2 = sdk(second.baseURL);
+      const done = await pollUntil(() => c2.batches.retrieve(b.id), (x) => ["completed", "failed", "cancelled", "expired"].includes(x.status), `batch ${b.id}`, { ms: 60_000 });
+      expect(done.status).toBe("completed");
+      expect(done.request_counts).toEqual({ total: n, completed: n, failed: 0 });
+      const out = (await (await c2.files.content(done.output_file_id!)).text()).trim().split("\n").map((l) => JSON.parse(l));
+      expect(out.map((l) => l.custom_id)).toEqual(Array.from({ length: n }, (_, i) => `k${i}`));
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
 describe("validation and the first slice in one pass: running ahead reaches nothing outside the server", () => {
   let s: TestServer;
   let images: Server;
@@ -331,7 +396,7 @@ describe("BatchWorkers: a chunk on a worker thread gives what it gives on the ma
     const call = countInputTokensCall(responsesServiceWith(storageLookups(s.deps)));
     const local = await runRequests([{ chunk: chunk!, from: 0, to: chunkSize(chunk!) }], INPUT_TOKENS, call, principal, new AbortController().signal, { concurrency: 4, deadline: Infinity, maxBytes: Infinity, turns: null });
     const sent = subChunk(chunk!, 0, chunkSize(chunk!));
-    const remote = await workers.run(sent, "/v1/responses/input_tokens", principal, 4);
+    const remote = await workers.run(sent, "/v1/responses/input_tokens", principal, { concurrency: 4, deadline: Infinity, maxBytes: Infinity });
     expect(sent.bytes.byteLength).toBe(0); // moved to the worker
     const linesOf = (b: Uint8Array) => Buffer.from(b).toString("utf8").trim().split("\n").map((l) => stable(JSON.parse(l)));
     expect(remote.done).toBe(60);

@@ -59,6 +59,7 @@ describe("worker pool", () => {
         seen.push(s);
         return { bytes: new Uint8Array([1, 2, 3]), s };
       },
+      unclonable: () => ({ f: () => 1 }),
       fails: () => {
         const e = new TypeError("no such thing") as TypeError & { code: string };
         e.code = "host_code";
@@ -76,6 +77,9 @@ describe("worker pool", () => {
     expect(c.ok.s).toBe("y");
     expect(seen.sort()).toEqual(["x", "y"]);
     expect(await p.run({ op: "host", method: "fails", args: [] })).toEqual({ error: { name: "TypeError", message: "no such thing", code: "host_code" } });
+    const unclonable = await p.run({ op: "host", method: "unclonable", args: [] });
+    expect(unclonable.error.name).toBe("DataCloneError");
+    expect((await p.run({ op: "host", method: "add", args: [1, 2] })).ok).toBe(3); // the worker lives on
     const unknown = await p.run({ op: "host", method: "toString", args: [] });
     expect(unknown.error.message).toContain("no host function 'toString'");
     expect((await pool(1).run({ op: "host", method: "add", args: [1, 1] })).error.message).toContain("no host function 'add'");

@@ -22,7 +22,8 @@ export interface WorkerPoolOptions {
   resourceLimits?: ResourceLimits;
   /**
    * What workers may ask of this thread by name (callHost in serve.ts): what only it has, such
-   * as the storage. A function's result (or its error's name, message and code) goes back.
+   * as the storage. Arguments and results cross by structured clone; a function's result (or its
+   * error's name, message and code) goes back, even to a task its caller has given up on.
    */
   host?: Record<string, (...args: any[]) => unknown>;
 }
@@ -196,7 +197,13 @@ export class WorkerPool<Req, Res> {
 
   private onHostCall(slot: Slot, m: Extract<TaskReply, { type: "host" }>): void {
     const answer = (reply: TaskRequest) => {
-      if (!slot.dead) slot.worker.postMessage(reply);
+      if (slot.dead) return;
+      try {
+        slot.worker.postMessage(reply);
+      } catch (e) {
+        // A result that cannot be cloned (a function, a detached buffer): the caller gets an error, not silence.
+        slot.worker.postMessage({ type: "host-reply", call: m.call, ok: false, error: describeError(e) } satisfies TaskRequest);
+      }
     };
     const fn = this.opts.host && Object.hasOwn(this.opts.host, m.method) ? this.opts.host[m.method] : undefined;
     if (!fn) {

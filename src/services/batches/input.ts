@@ -3,7 +3,7 @@
 // endpoint. It is read as a stream and cut into chunks of requests (RequestChunk): bytes, not
 // parsed objects, so that a chunk crosses to a worker thread as one copy and memory does not grow
 // with the file. Checking a chunk (checkChunk) is the same function on the main thread and in a
-// worker; merging the chunks' checks in file order (mergeChecks) finds duplicates and keeps the
+// worker; merging the chunks' checks in file order (InputCheck) finds duplicates and keeps the
 // first errors.
 import { isAscii } from "node:buffer";
 import type { BlobStore } from "../../storage/types.js";
@@ -40,9 +40,9 @@ export interface RequestChunk {
 export const chunkSize = (c: RequestChunk) => c.lines.length;
 
 /**
- * The requests' texts: `text(i)` is request i's. An all-ASCII chunk (the usual JSONL: JSON.stringify
- * escapes nothing else by default, but most writers do) is decoded once and cut, since there a
- * byte offset is a character offset; any other is decoded line by line.
+ * The requests' texts: `text(i)` is request i's. An all-ASCII chunk (common: many JSON writers
+ * escape every non-ASCII character, and English prompts have none) is decoded once and cut, since
+ * there a byte offset is a character offset; any other is decoded line by line.
  */
 export function requestTexts(c: RequestChunk): (i: number) => string {
   const buf = Buffer.from(c.bytes.buffer, c.bytes.byteOffset, c.bytes.byteLength);
@@ -99,6 +99,11 @@ class ChunkBuilder {
     return this.lines.length;
   }
 
+  /** The bytes the chunk would hold if taken now. */
+  get byteLength(): number {
+    return this.partsLength + (this.src ? this.spanEnd - this.spanStart : 0);
+  }
+
   /** The line src[start, end) (without its LF), number `line`; blank lines are skipped. */
   add(src: Buffer, start: number, end: number, line: number): void {
     if (end > start && src[end - 1] === 0x0d) end--;
@@ -108,7 +113,8 @@ class ChunkBuilder {
       this.src = src;
       this.spanStart = start;
     }
-    // The span runs on over what lies between lines (line ends, blank lines): it is never read.
+    // The span runs on over what lies between lines (line ends, blank lines): they are copied
+    // with the requests, and no request's offsets include them.
     const at = this.partsLength + (start - this.spanStart);
     this.starts.push(at);
     this.ends.push(at + (end - start));
@@ -142,9 +148,16 @@ class ChunkBuilder {
   }
 }
 
-/** The blob's requests in chunks of `size` (the last may be smaller), in file order. */
+/** A chunk also ends once its lines reach this many bytes (one longer line is a chunk of its own). */
+export const CHUNK_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The blob's requests in chunks of `size` requests or CHUNK_MAX_BYTES, whichever comes first, in
+ * file order. Lines end at LF (a CR before it is dropped; a lone CR ends nothing).
+ */
 export async function* requestChunks(blobs: BlobStore, key: string, size: number): AsyncGenerator<RequestChunk> {
   const chunk = new ChunkBuilder();
+  const full = () => chunk.count >= size || chunk.byteLength >= CHUNK_MAX_BYTES;
   let line = 0;
   // The start of a line that a piece ended in the middle of.
   let carry: Buffer[] = [];
@@ -157,13 +170,13 @@ export async function* requestChunks(blobs: BlobStore, key: string, size: number
       const whole = Buffer.concat(carry);
       carry = [];
       chunk.add(whole, 0, whole.length, ++line);
-      if (chunk.count >= size) yield chunk.take();
+      if (full()) yield chunk.take();
       start = nl + 1;
       nl = piece.indexOf(0x0a, start);
     }
     for (; nl !== -1; nl = piece.indexOf(0x0a, start)) {
       chunk.add(piece, start, nl, ++line);
-      if (chunk.count >= size) yield chunk.take();
+      if (full()) yield chunk.take();
       start = nl + 1;
     }
     if (start < piece.length) carry.push(piece.subarray(start));
@@ -193,7 +206,7 @@ export function parseLine(text: string, line: number, endpoint: string): InputLi
   return { line, customId: v.custom_id, body: v.body };
 }
 
-/** What one chunk's lines say on their own (duplicates across lines are mergeChecks' to find). */
+/** What one chunk's lines say on their own (duplicates across chunks are InputCheck's to find). */
 export interface ChunkCheck {
   /** Each request's custom_id, or null where the line is not a valid request. */
   customIds: (string | null)[];

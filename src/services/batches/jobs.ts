@@ -12,8 +12,12 @@
 //
 // With worker threads (BatchWorkers), the input is checked there, chunk by chunk in parallel,
 // and the requests of THREAD_ENDPOINTS (token counting: CPU on the calling thread) run there too,
-// a chunk per task: a batch uses the other cores and the event loop only gathers results. The
-// same functions (checkChunk, runRequests) run on the main thread without workers.
+// a chunk per task: a batch uses the other cores and the event loop only gathers results. There
+// `concurrency` is shared among the workers, and each task stops taking requests at the slice's
+// deadline and byte budget, as the main thread's loop does. For those endpoints the chunks of the
+// first slice run as soon as they are checked, and count only if the whole file passes
+// (validation and the first slice in one pass; worker.ts). The same functions (checkChunk,
+// runRequests) run on the main thread without workers.
 import { setTimeout as sleep } from "node:timers/promises";
 import { newId } from "../../common/ids.js";
 import { TurnTaker } from "../../common/yield.js";
@@ -177,7 +181,12 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     const turns = new TurnTaker();
     const chunks: RequestChunk[] | null = ((await deps.blobs.size(batch.inputFileId)) ?? Infinity) <= KEEP_CHUNK_BYTES ? [] : null;
     const runAhead = workers !== null && chunks !== null && THREAD_ENDPOINTS.has(batch.endpoint);
+    const concurrency = workers ? Math.max(1, Math.ceil(opts.concurrency / workers.size)) : opts.concurrency;
     const ahead = new Map<RequestChunk, RunResult>();
+    // Ends the tasks still under way when validation stops early (an error, too many requests).
+    const own = new AbortController();
+    const onAbort = () => own.abort(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
     let requests = 0;
     const pending: { chunk: RequestChunk; check?: Promise<ChunkCheck>; checkRun?: Promise<CheckRun> }[] = [];
     const settle = async () => {
@@ -192,8 +201,12 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
         chunks?.push(chunk);
         requests += chunkSize(chunk);
         if (workers) {
-          if (runAhead && requests <= opts.sliceLines) pending.push({ chunk, checkRun: workers.checkRun(chunk, batch.endpoint, batch.principal, opts.concurrency, signal) });
-          else pending.push({ chunk, check: workers.check(chunk, batch.endpoint, signal) });
+          const task =
+            runAhead && requests <= opts.sliceLines
+              ? { chunk, checkRun: workers.checkRun(chunk, batch.endpoint, batch.principal, concurrency, own.signal) }
+              : { chunk, check: workers.check(chunk, batch.endpoint, own.signal) };
+          (task.check ?? task.checkRun)!.catch(() => {}); // awaited in order by settle(); one that fails first must not go unhandled
+          pending.push(task);
           if (pending.length < 2 * workers.size) continue;
           await settle();
         } else {
@@ -205,7 +218,8 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
       }
       while (pending.length) await settle();
     } finally {
-      for (const p of pending) (p.check ?? p.checkRun)!.catch(() => {}); // left behind by an error: nobody waits for them
+      signal.removeEventListener("abort", onAbort);
+      if (pending.length) own.abort(new Error("validation ended before these chunks"));
     }
     return { verdict: check.end(), chunks, ahead };
   }
@@ -227,36 +241,45 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     }
   }
 
-  /** The slice as chunks on the workers (two per worker under way), joined in order; chunks that ran ahead are not run again. */
+  /**
+   * The slice as chunks on the workers (two per worker under way), joined in order; chunks that
+   * ran ahead are not run again. `concurrency` is shared among the workers. A piece stops taking
+   * requests at the slice's deadline or byte budget like a slice on the main thread; the slice
+   * then ends with that piece, and pieces after it are dropped (their requests run again next).
+   */
   async function runOnWorkers(workers: BatchWorkers, batch: BatchRecord, ranges: RequestRange[], deadline: number, signal: AbortSignal, ahead: Map<RequestChunk, RunResult>): Promise<SliceResult> {
     const pieces: RequestRange[] = [];
     for (const r of ranges) for (let f = r.from; f < r.to; f += CHUNK_REQUESTS) pieces.push({ chunk: r.chunk, from: f, to: Math.min(r.to, f + CHUNK_REQUESTS) });
+    const concurrency = Math.max(1, Math.ceil(opts.concurrency / workers.size));
+    // Ends what is left of this slice's tasks when it stops early (an error, a short piece).
+    const own = new AbortController();
+    const onAbort = () => own.abort(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
     const results: RunResult[] = [];
-    const running: Promise<RunResult>[] = [];
+    const running: { piece: RequestRange; result: Promise<RunResult> }[] = [];
     let bytes = 0;
     let taken = 0;
     try {
       for (;;) {
         while (taken < pieces.length && running.length < 2 * workers.size && (taken === 0 || (bytes < opts.sliceBytes && Date.now() <= deadline))) {
-          const p = pieces[taken++]!;
-          const whole = p.from === 0 && p.to === chunkSize(p.chunk);
-          const ran = whole ? ahead.get(p.chunk) : undefined;
-          if (ran) {
-            ahead.delete(p.chunk);
-            running.push(Promise.resolve(ran));
-            continue;
-          }
-          // A whole chunk is moved to the worker: every piece sent runs to its end, and none is read again.
-          running.push(workers.run(whole ? p.chunk : subChunk(p.chunk, p.from, p.to), batch.endpoint, batch.principal, opts.concurrency, signal));
+          const piece = pieces[taken++]!;
+          const ran = piece.from === 0 && piece.to === chunkSize(piece.chunk) ? ahead.get(piece.chunk) : undefined;
+          if (ran) ahead.delete(piece.chunk);
+          // A copy goes to the worker: the chunk stays whole here for a piece that stops short.
+          const result = ran ? Promise.resolve(ran) : workers.run(subChunk(piece.chunk, piece.from, piece.to), batch.endpoint, batch.principal, { concurrency, deadline, maxBytes: Math.max(1, opts.sliceBytes - bytes) }, own.signal);
+          result.catch(() => {}); // awaited in order below; one that fails first must not go unhandled
+          running.push({ piece, result });
         }
         const next = running.shift();
         if (!next) break;
-        const r = await next;
+        const r = await next.result;
         results.push(r);
         bytes += r.output.length + r.errors.length;
+        if (r.done < next.piece.to - next.piece.from) break;
       }
     } finally {
-      for (const p of running) p.catch(() => {}); // left behind by an error: nobody waits for them
+      signal.removeEventListener("abort", onAbort);
+      if (running.length) own.abort(new Error("the slice ended before these pieces"));
     }
     let usage: Usage | null = null;
     for (const r of results) if (r.usage) addUsageTo((usage ??= zeroUsage()), r.usage);

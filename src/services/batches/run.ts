@@ -85,8 +85,8 @@ function idPool(n: number) {
 
 /**
  * Runs the requests of `ranges` (validated lines of a batch for `endpoint`) on `call` as
- * `principal`, in order of taking, within `limits`. Indices are taken in order and every one
- * taken is run, so the first `done` results are all there.
+ * `principal`, in order of taking, within `limits`; none is taken once `signal` has fired.
+ * Indices are taken in order and every one taken is run, so the first `done` results are all there.
  */
 export async function runRequests(
   ranges: RequestRange[],
@@ -130,7 +130,7 @@ export async function runRequests(
     // One context per worker: the services read only its principal and signal.
     const ctx = call?.context(principal, runAbort.signal);
     // The bytes of the lines in the sinks: those still out of order (at most `concurrency`) are not counted yet.
-    while (next < total && (next === 0 || (out.length + errs.length < limits.maxBytes && Date.now() <= limits.deadline))) {
+    while (next < total && !runAbort.signal.aborted && (next === 0 || (out.length + errs.length < limits.maxBytes && Date.now() <= limits.deadline))) {
       // Local requests resolve at once: without this a long run would hold the event loop.
       const turn = limits.turns?.check();
       if (turn) {
@@ -157,7 +157,16 @@ export async function runRequests(
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.min(limits.concurrency, total) }, worker));
+    // A loop that fails stops the others from taking more, and the run ends only when none is
+    // left running (nothing of it goes on behind the caller's back).
+    const loops = Array.from({ length: Math.min(limits.concurrency, total) }, () =>
+      worker().catch((e) => {
+        runAbort.abort(e);
+        throw e;
+      }),
+    );
+    const failed = (await Promise.allSettled(loops)).find((r) => r.status === "rejected");
+    if (failed) throw failed.reason;
   } finally {
     signal.removeEventListener("abort", onAbort);
   }

@@ -25,7 +25,9 @@ export interface BatchWorkerData {
 
 export type BatchTask =
   | { op: "check"; endpoint: string; chunk: RequestChunk }
-  | { op: "run" | "check-run"; endpoint: Endpoint; principal: Principal; concurrency: number; chunk: RequestChunk };
+  | { op: "check-run"; endpoint: Endpoint; principal: Principal; concurrency: number; chunk: RequestChunk }
+  /** Takes no new request after `deadline` (Date.now()) or once its lines reach `maxBytes`: its `done` may fall short. */
+  | { op: "run"; endpoint: Endpoint; principal: Principal; concurrency: number; chunk: RequestChunk; deadline: number; maxBytes: number };
 
 /** "check-run"'s answer: the check, and the lines' results if they all ran without reaching outside. */
 export interface CheckRun {
@@ -74,8 +76,8 @@ async function run(task: Extract<BatchTask, { op: "run" | "check-run" }>, signal
   if (!call) throw new Error(`batch workers do not run ${task.endpoint}`);
   return runRequests([{ chunk: task.chunk, from: 0, to: chunkSize(task.chunk) }], task.endpoint, call, task.principal, signal, {
     concurrency: task.concurrency,
-    deadline: Infinity,
-    maxBytes: Infinity,
+    deadline: task.op === "run" ? task.deadline : Infinity,
+    maxBytes: task.op === "run" ? task.maxBytes : Infinity,
     turns: null,
     parsed,
   });

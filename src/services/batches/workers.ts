@@ -46,9 +46,12 @@ export class BatchWorkers {
     return this.pool.run({ op: "check", endpoint, chunk }, { signal }) as Promise<ChunkCheck>;
   }
 
-  /** Runs all of `chunk`'s requests on a worker; the chunk is moved there (unusable here after). */
-  run(chunk: RequestChunk, endpoint: Endpoint, principal: Principal, concurrency: number, signal?: AbortSignal): Promise<RunResult> {
-    return this.pool.run({ op: "run", endpoint, principal, concurrency, chunk }, { signal, transfer: chunkBuffers(chunk) }) as Promise<RunResult>;
+  /**
+   * Runs `chunk`'s requests on a worker, taking none after `limits.deadline` or once the lines
+   * reach `limits.maxBytes`; the chunk is moved there (unusable here after).
+   */
+  run(chunk: RequestChunk, endpoint: Endpoint, principal: Principal, limits: { concurrency: number; deadline: number; maxBytes: number }, signal?: AbortSignal): Promise<RunResult> {
+    return this.pool.run({ op: "run", endpoint, principal, chunk, ...limits }, { signal, transfer: chunkBuffers(chunk) }) as Promise<RunResult>;
   }
 
   /**
