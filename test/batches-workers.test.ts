@@ -254,6 +254,54 @@ describe("the same batch on the event loop (workers 0) and on worker threads (wo
   });
 });
 
+describe("an input file over 16 MB", () => {
+  it("is read again for the run (validation keeps no chunks), in chunks of at most 4 MiB; every line once, in order", async () => {
+    const s = await startTestServer();
+    try {
+      const c = sdk(s.baseURL);
+      const n = 1000;
+      const body = (i: number) => ({ model: "gpt-4o", input: `${i}: ${"a long prompt of many words ".repeat(600)}` });
+      const text = Array.from({ length: n }, (_, i) => JSON.stringify({ custom_id: `big${i}`, method: "POST", url: INPUT_TOKENS, body: body(i) })).join("\n") + "\n";
+      expect(text.length).toBeGreaterThan(16 * 1024 * 1024);
+      const input = await c.files.create({ file: await toFile(Buffer.from(text), "big.jsonl"), purpose: "batch" });
+      const b = await c.batches.create({ input_file_id: input.id, endpoint: INPUT_TOKENS, completion_window: "24h" });
+      const done = await pollUntil(() => c.batches.retrieve(b.id), (x) => ["completed", "failed"].includes(x.status), `batch ${b.id}`, { ms: 120_000 });
+      expect(done.request_counts).toEqual({ total: n, completed: n, failed: 0 });
+      const out = (await (await c.files.content(done.output_file_id!)).text()).trim().split("\n").map((l) => JSON.parse(l));
+      expect(out.map((l) => l.custom_id)).toEqual(Array.from({ length: n }, (_, i) => `big${i}`));
+      for (const i of [0, 499, 999]) {
+        const direct = await (await api(s.baseURL, "/responses/input_tokens", { method: "POST", json: body(i) })).json();
+        expect(out[i].response.body).toEqual(direct);
+      }
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
+describe("cancelled while its first slice runs ahead of validation", () => {
+  it("ends cancelled; what counts is a prefix of the input, in the output once", async () => {
+    const s = await startTestServer();
+    try {
+      const c = sdk(s.baseURL);
+      const n = 30_000;
+      const text = Array.from({ length: n }, (_, i) => JSON.stringify({ custom_id: `x${i}`, method: "POST", url: INPUT_TOKENS, body: { model: "gpt-4o", input: `cancel me ${i}` } })).join("\n") + "\n";
+      const input = await c.files.create({ file: await toFile(Buffer.from(text), "in.jsonl"), purpose: "batch" });
+      const b = await c.batches.create({ input_file_id: input.id, endpoint: INPUT_TOKENS, completion_window: "24h" });
+      expect((await c.batches.cancel(b.id)).status).toBe("cancelling");
+      const done = await pollUntil(() => c.batches.retrieve(b.id), (x) => ["completed", "cancelled", "failed"].includes(x.status), `batch ${b.id}`, { ms: 60_000 });
+      expect(done.status).toBe("cancelled");
+      const completed = done.request_counts!.completed;
+      expect(completed).toBeLessThan(n);
+      expect(done.request_counts).toEqual({ total: done.request_counts!.total, completed, failed: 0 });
+      const out = done.output_file_id ? (await (await c.files.content(done.output_file_id)).text()).trim().split("\n").map((l) => JSON.parse(l)) : [];
+      expect(out.map((l) => l.custom_id)).toEqual(Array.from({ length: completed }, (_, i) => `x${i}`));
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
 describe("a batch job whose signal fires while its chunks are on the workers", () => {
   it("ends with the signal's reason and leaves no task's rejection unhandled (one would end the process)", async () => {
     const unhandled: unknown[] = [];
