@@ -142,6 +142,8 @@ function addUsage(a: Usage, b: Usage | null): Usage {
 
 export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
   const batches = () => deps.records.collection<BatchRecord>(BATCH_KIND);
+  // On the workers a batch's `concurrency` is shared among them.
+  const workerConcurrency = opts.workers ? Math.max(1, Math.ceil(opts.concurrency / opts.workers.size)) : opts.concurrency;
 
   async function waitForBatch(scope: Scope, id: string, signal: AbortSignal) {
     for (let waited = 0; waited <= 5000; waited += 5) {
@@ -181,12 +183,10 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
     const turns = new TurnTaker();
     const chunks: RequestChunk[] | null = ((await deps.blobs.size(batch.inputFileId)) ?? Infinity) <= KEEP_CHUNK_BYTES ? [] : null;
     const runAhead = workers !== null && chunks !== null && THREAD_ENDPOINTS.has(batch.endpoint);
-    const concurrency = workers ? Math.max(1, Math.ceil(opts.concurrency / workers.size)) : opts.concurrency;
     const ahead = new Map<RequestChunk, RunResult>();
     // Ends the tasks still under way when validation stops early (an error, too many requests).
-    const own = new AbortController();
-    const onAbort = () => own.abort(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
+    const stop = new AbortController();
+    const tasks = AbortSignal.any([signal, stop.signal]);
     let requests = 0;
     const pending: { chunk: RequestChunk; check?: Promise<ChunkCheck>; checkRun?: Promise<CheckRun> }[] = [];
     const settle = async () => {
@@ -203,8 +203,8 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
         if (workers) {
           const task =
             runAhead && requests <= opts.sliceLines
-              ? { chunk, checkRun: workers.checkRun(chunk, batch.endpoint, batch.principal, concurrency, own.signal) }
-              : { chunk, check: workers.check(chunk, batch.endpoint, own.signal) };
+              ? { chunk, checkRun: workers.checkRun(chunk, batch.endpoint, batch.principal, workerConcurrency, tasks) }
+              : { chunk, check: workers.check(chunk, batch.endpoint, tasks) };
           (task.check ?? task.checkRun)!.catch(() => {}); // awaited in order by settle(); one that fails first must not go unhandled
           pending.push(task);
           if (pending.length < 2 * workers.size) continue;
@@ -218,8 +218,7 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
       }
       while (pending.length) await settle();
     } finally {
-      signal.removeEventListener("abort", onAbort);
-      if (pending.length) own.abort(new Error("validation ended before these chunks"));
+      if (pending.length) stop.abort(new Error("validation ended before these chunks"));
     }
     return { verdict: check.end(), chunks, ahead };
   }
@@ -250,11 +249,9 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
   async function runOnWorkers(workers: BatchWorkers, batch: BatchRecord, ranges: RequestRange[], deadline: number, signal: AbortSignal, ahead: Map<RequestChunk, RunResult>): Promise<SliceResult> {
     const pieces: RequestRange[] = [];
     for (const r of ranges) for (let f = r.from; f < r.to; f += CHUNK_REQUESTS) pieces.push({ chunk: r.chunk, from: f, to: Math.min(r.to, f + CHUNK_REQUESTS) });
-    const concurrency = Math.max(1, Math.ceil(opts.concurrency / workers.size));
     // Ends what is left of this slice's tasks when it stops early (an error, a short piece).
-    const own = new AbortController();
-    const onAbort = () => own.abort(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
+    const stop = new AbortController();
+    const tasks = AbortSignal.any([signal, stop.signal]);
     const results: RunResult[] = [];
     const running: { piece: RequestRange; result: Promise<RunResult> }[] = [];
     let bytes = 0;
@@ -266,7 +263,7 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
           const ran = piece.from === 0 && piece.to === chunkSize(piece.chunk) ? ahead.get(piece.chunk) : undefined;
           if (ran) ahead.delete(piece.chunk);
           // A copy goes to the worker: the chunk stays whole here for a piece that stops short.
-          const result = ran ? Promise.resolve(ran) : workers.run(subChunk(piece.chunk, piece.from, piece.to), batch.endpoint, batch.principal, { concurrency, deadline, maxBytes: Math.max(1, opts.sliceBytes - bytes) }, own.signal);
+          const result = ran ? Promise.resolve(ran) : workers.run(subChunk(piece.chunk, piece.from, piece.to), batch.endpoint, batch.principal, { concurrency: workerConcurrency, deadline, maxBytes: Math.max(1, opts.sliceBytes - bytes) }, tasks);
           result.catch(() => {}); // awaited in order below; one that fails first must not go unhandled
           running.push({ piece, result });
         }
@@ -278,8 +275,7 @@ export function createBatchRunner(deps: ServiceDeps, opts: RunnerOptions) {
         if (r.done < next.piece.to - next.piece.from) break;
       }
     } finally {
-      signal.removeEventListener("abort", onAbort);
-      if (running.length) own.abort(new Error("the slice ended before these pieces"));
+      if (running.length) stop.abort(new Error("the slice ended before these pieces"));
     }
     let usage: Usage | null = null;
     for (const r of results) if (r.usage) addUsageTo((usage ??= zeroUsage()), r.usage);

@@ -121,16 +121,16 @@ export async function runRequests(
   let next = 0;
   let range = 0;
   let at = ranges[0]?.from ?? 0;
-  // One signal for the run, linked to the caller's: each request's context listens on it, and a
-  // listener per request on the caller's own signal would pile up over a whole batch.
-  const runAbort = new AbortController();
-  const onAbort = () => runAbort.abort(signal.reason);
-  signal.addEventListener("abort", onAbort, { once: true });
+  // One signal for the run, linked to the caller's: each request's context listens on it (a
+  // listener per request on the caller's own signal would pile up over a whole batch), and a
+  // loop that fails fires it to stop the others.
+  const stop = new AbortController();
+  const runSignal = AbortSignal.any([signal, stop.signal]);
   const worker = async () => {
     // One context per worker: the services read only its principal and signal.
-    const ctx = call?.context(principal, runAbort.signal);
+    const ctx = call?.context(principal, runSignal);
     // The bytes of the lines in the sinks: those still out of order (at most `concurrency`) are not counted yet.
-    while (next < total && !runAbort.signal.aborted && (next === 0 || (out.length + errs.length < limits.maxBytes && Date.now() <= limits.deadline))) {
+    while (next < total && !runSignal.aborted && (next === 0 || (out.length + errs.length < limits.maxBytes && Date.now() <= limits.deadline))) {
       // Local requests resolve at once: without this a long run would hold the event loop.
       const turn = limits.turns?.check();
       if (turn) {
@@ -156,20 +156,16 @@ export async function runRequests(
       }
     }
   };
-  try {
-    // A loop that fails stops the others from taking more, and the run ends only when none is
-    // left running (nothing of it goes on behind the caller's back).
-    const loops = Array.from({ length: Math.min(limits.concurrency, total) }, () =>
-      worker().catch((e) => {
-        runAbort.abort(e);
-        throw e;
-      }),
-    );
-    const failed = (await Promise.allSettled(loops)).find((r) => r.status === "rejected");
-    if (failed) throw failed.reason;
-  } finally {
-    signal.removeEventListener("abort", onAbort);
-  }
+  // A loop that fails stops the others from taking more, and the run ends only when none is
+  // left running (nothing of it goes on behind the caller's back).
+  const loops = Array.from({ length: Math.min(limits.concurrency, total) }, () =>
+    worker().catch((e) => {
+      stop.abort(e);
+      throw e;
+    }),
+  );
+  const failed = (await Promise.allSettled(loops)).find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
   flushInOrder(); // every request taken has its line by now
   return { output: out.bytes(), errors: errs.bytes(), completed, failed: written - completed, usage: hasUsage ? usage : null, done: next };
 }
