@@ -169,6 +169,22 @@ function countingLines(n: number, files: { png: string; pdf: string }): string {
 /** A line of an output or error file without its per-run ids. */
 const stable = (l: any) => ({ ...l, id: undefined, response: l.response && { ...l.response, request_id: undefined } });
 
+const ENDED = ["completed", "failed", "cancelled", "expired"];
+
+/** An output or error file's lines (none without a file). */
+async function fileLinesOf(c: OpenAI, id: string | null | undefined): Promise<any[]> {
+  return id ? (await (await c.files.content(id)).text()).trim().split("\n").map((l) => JSON.parse(l)) : [];
+}
+
+/** Uploads `text` as a token-counting batch's input, runs it to its end, and reads its files; `afterCreate` acts on it first. */
+async function runBatch(c: OpenAI, text: string, opts: { ms?: number; afterCreate?: (id: string) => Promise<unknown> } = {}) {
+  const input = await c.files.create({ file: await toFile(Buffer.from(text), "in.jsonl"), purpose: "batch" });
+  const b = await c.batches.create({ input_file_id: input.id, endpoint: INPUT_TOKENS, completion_window: "24h" });
+  await opts.afterCreate?.(b.id);
+  const done = await pollUntil(() => c.batches.retrieve(b.id), (x) => ENDED.includes(x.status), `batch ${b.id}`, { ms: opts.ms ?? 60_000 });
+  return { done, out: await fileLinesOf(c, done.output_file_id), errs: await fileLinesOf(c, done.error_file_id) };
+}
+
 describe("the same batch on the event loop (workers 0) and on worker threads (workers 2)", () => {
   const servers: Record<"thread" | "pooled", TestServer> = {} as never;
   const clients: Record<string, OpenAI> = {};
@@ -195,14 +211,7 @@ describe("the same batch on the event loop (workers 0) and on worker threads (wo
     await Promise.all(Object.values(servers).map((s) => s?.stop()));
   });
 
-  async function run(name: "thread" | "pooled", text: string) {
-    const c = clients[name]!;
-    const input = await c.files.create({ file: await toFile(Buffer.from(text), "in.jsonl"), purpose: "batch" });
-    const b = await c.batches.create({ input_file_id: input.id, endpoint: INPUT_TOKENS, completion_window: "24h" });
-    const done = await pollUntil(() => c.batches.retrieve(b.id), (x) => ["completed", "failed", "cancelled", "expired"].includes(x.status), `batch ${b.id}`, { ms: 60_000 });
-    const read = async (id: string | null | undefined) => (id ? (await (await c.files.content(id)).text()).trim().split("\n").map((l) => JSON.parse(l)) : []);
-    return { done, out: await read(done.output_file_id), errs: await read(done.error_file_id) };
-  }
+  const run = (name: "thread" | "pooled", text: string) => runBatch(clients[name]!, text);
 
   it("1,300 token-counting lines: identical output and error lines, counts and usage; each line what POST /v1/responses/input_tokens answers", async () => {
     const n = 1300;
@@ -263,11 +272,8 @@ describe("an input file over 16 MB", () => {
       const body = (i: number) => ({ model: "gpt-4o", input: `${i}: ${"a long prompt of many words ".repeat(600)}` });
       const text = Array.from({ length: n }, (_, i) => JSON.stringify({ custom_id: `big${i}`, method: "POST", url: INPUT_TOKENS, body: body(i) })).join("\n") + "\n";
       expect(text.length).toBeGreaterThan(16 * 1024 * 1024);
-      const input = await c.files.create({ file: await toFile(Buffer.from(text), "big.jsonl"), purpose: "batch" });
-      const b = await c.batches.create({ input_file_id: input.id, endpoint: INPUT_TOKENS, completion_window: "24h" });
-      const done = await pollUntil(() => c.batches.retrieve(b.id), (x) => ["completed", "failed"].includes(x.status), `batch ${b.id}`, { ms: 120_000 });
+      const { done, out } = await runBatch(c, text, { ms: 120_000 });
       expect(done.request_counts).toEqual({ total: n, completed: n, failed: 0 });
-      const out = (await (await c.files.content(done.output_file_id!)).text()).trim().split("\n").map((l) => JSON.parse(l));
       expect(out.map((l) => l.custom_id)).toEqual(Array.from({ length: n }, (_, i) => `big${i}`));
       for (const i of [0, 499, 999]) {
         const direct = await (await api(s.baseURL, "/responses/input_tokens", { method: "POST", json: body(i) })).json();
@@ -286,15 +292,13 @@ describe("cancelled while its first slice runs ahead of validation", () => {
       const c = sdk(s.baseURL);
       const n = 30_000;
       const text = Array.from({ length: n }, (_, i) => JSON.stringify({ custom_id: `x${i}`, method: "POST", url: INPUT_TOKENS, body: { model: "gpt-4o", input: `cancel me ${i}` } })).join("\n") + "\n";
-      const input = await c.files.create({ file: await toFile(Buffer.from(text), "in.jsonl"), purpose: "batch" });
-      const b = await c.batches.create({ input_file_id: input.id, endpoint: INPUT_TOKENS, completion_window: "24h" });
-      expect((await c.batches.cancel(b.id)).status).toBe("cancelling");
-      const done = await pollUntil(() => c.batches.retrieve(b.id), (x) => ["completed", "cancelled", "failed"].includes(x.status), `batch ${b.id}`, { ms: 60_000 });
+      let cancelling = "";
+      const { done, out } = await runBatch(c, text, { afterCreate: async (id) => (cancelling = (await c.batches.cancel(id)).status) });
+      expect(cancelling).toBe("cancelling");
       expect(done.status).toBe("cancelled");
       const completed = done.request_counts!.completed;
       expect(completed).toBeLessThan(n);
       expect(done.request_counts).toEqual({ total: done.request_counts!.total, completed, failed: 0 });
-      const out = done.output_file_id ? (await (await c.files.content(done.output_file_id)).text()).trim().split("\n").map((l) => JSON.parse(l)) : [];
       expect(out.map((l) => l.custom_id)).toEqual(Array.from({ length: completed }, (_, i) => `x${i}`));
     } finally {
       await s.stop();
@@ -347,10 +351,10 @@ describe("a server stopped while its workers check and run a batch", () => {
     const second = await startTestServer({ dataDir: first.dataDir });
     try {
       const c2 = sdk(second.baseURL);
-      const done = await pollUntil(() => c2.batches.retrieve(b.id), (x) => ["completed", "failed", "cancelled", "expired"].includes(x.status), `batch ${b.id}`, { ms: 60_000 });
+      const done = await pollUntil(() => c2.batches.retrieve(b.id), (x) => ENDED.includes(x.status), `batch ${b.id}`, { ms: 60_000 });
       expect(done.status).toBe("completed");
       expect(done.request_counts).toEqual({ total: n, completed: n, failed: 0 });
-      const out = (await (await c2.files.content(done.output_file_id!)).text()).trim().split("\n").map((l) => JSON.parse(l));
+      const out = await fileLinesOf(c2, done.output_file_id);
       expect(out.map((l) => l.custom_id)).toEqual(Array.from({ length: n }, (_, i) => `k${i}`));
     } finally {
       await second.stop();
@@ -386,14 +390,7 @@ describe("validation and the first slice in one pass: running ahead reaches noth
         : JSON.stringify({ custom_id: `a${i}`, method: "POST", url: INPUT_TOKENS, body: { model: "gpt-4o", input: i % 100 === 7 && i >= 1024 ? [{ role: "user", content: [{ type: "input_image", image_url: `${imageURL}/${i}`, detail: "low" }] }] : `text ${i}` } }),
     ).join("\n") + "\n";
 
-  async function batch(text: string) {
-    const c = sdk(s.baseURL);
-    const input = await c.files.create({ file: await toFile(Buffer.from(text), "in.jsonl"), purpose: "batch" });
-    const b = await c.batches.create({ input_file_id: input.id, endpoint: INPUT_TOKENS, completion_window: "24h" });
-    const done = await pollUntil(() => c.batches.retrieve(b.id), (x) => ["completed", "failed"].includes(x.status), `batch ${b.id}`, { ms: 60_000 });
-    const out = done.output_file_id ? (await (await c.files.content(done.output_file_id)).text()).trim().split("\n").map((l) => JSON.parse(l)) : [];
-    return { done, out };
-  }
+  const batch = (text: string) => runBatch(sdk(s.baseURL), text);
 
   it("a file that fails validation on its last line fetched no image, though its first chunks ran ahead", async () => {
     hits.length = 0;
