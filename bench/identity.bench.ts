@@ -1,6 +1,6 @@
 /**
  * Workload identity: what the token exchange and minted tokens cost, as ratios against baselines
- * measured in the same run (DESIGN principle 8).
+ * measured in the same run (docs/architecture.md, principle 8).
  *
  *   node --import tsx bench/identity.bench.ts [--runs 3] [--window 2] [--connections 10] [--ops 2000]
  *

@@ -1,7 +1,7 @@
 /**
  * The cost of rate limiting and metrics on REST GET /v1/models, as ratios to the same server with
  * both off (ATRIUM_RATE_LIMITS=off ATRIUM_METRICS=off), measured in the same run with windows
- * interleaved (DESIGN principle 8):
+ * interleaved (docs/architecture.md, principle 8):
  *
  *   node --import tsx bench/limits.bench.ts [--runs 3] [--window 2] [--warmup 0.5] [--connections 10]
  *        [--cases 0,1,2,3,4]   (rows to run, by index; the baseline, 0, is always run)

@@ -1,6 +1,6 @@
 /**
  * `npm run bench` (after `npm run build`): Atrium's HTTP paths against bare baselines measured in
- * the same run, printed as ratios (DESIGN principle 7: absolute figures drift ±30 % on these
+ * the same run, printed as ratios (docs/architecture.md, principle 8: absolute figures drift ±30 % on these
  * shared machines; ratios measured side by side do not).
  *
  *   node --import tsx bench/run.ts [--runs 3] [--window 2] [--warmup 0.4] [--connections 10]

@@ -1,4 +1,4 @@
-// Runtime configuration: the DESIGN contract's environment variables, plus an optional
+// Runtime configuration: the environment variables of the README's table, plus an optional
 // ATRIUM_CONFIG file (JSON or YAML) declaring organizations, projects, keys, the model providers
 // and the areas' own sections. The file is checked against the JSON Schema in config-schema.ts.
 import { readFileSync } from "node:fs";

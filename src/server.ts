@@ -165,7 +165,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     serverFactory: (handler: any) => createOnePortServer(handler, tls),
     forceCloseConnections: true,
     // Start-up takes ~0.25 s; on a starved machine (a test suite's parallel forks on 2 cores) the
-    // default 10 s per plugin was seen to run out. A real hang still fails, just later.
+    // default 10 s per plugin can run out. A real hang still fails, just later.
     pluginTimeout: 60_000,
     return503OnClosing: false,
   });

@@ -1,5 +1,5 @@
 // Who may call which RPC, read from each method's atrium.v1.access option once and enforced here
-// for every protocol (DESIGN principle 5: admin-only and Owner-only operations in one place).
+// for every protocol (docs/architecture.md, principle 5: admin-only and Owner-only operations in one place).
 import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
 import { access as accessExt, type Access } from "../../gen/atrium/v1/options_pb.js";
 import { ApiError } from "../common/errors.js";

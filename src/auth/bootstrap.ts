@@ -1,4 +1,4 @@
-// First-start set-up (DESIGN "bootstrap keys"): a default organization and project, the keys
+// First-start set-up (README, "Quick start"): a default organization and project, the keys
 // from ATRIUM_API_KEY / ATRIUM_ADMIN_KEY and ATRIUM_CONFIG, and — when no key exists at all —
 // one generated admin key, returned so main() can print it once. Only hashes are stored.
 import type { AtriumConfig } from "../config.js";

@@ -1,5 +1,5 @@
 // A stored blob as the server stream of google.api.HttpBody chunks every download RPC returns
-// (files today; container files, videos, batch outputs next). The first message carries the
+// (files, container files, video assets). The first message carries the
 // content type and an atrium.v1.ContentRange extension, from which the transcoder writes the
 // REST status (200/206), Content-Length, Content-Range and Accept-Ranges; gRPC callers read the
 // same extension. A Range the blob cannot satisfy throws the 416 before any byte is sent.

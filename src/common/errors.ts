@@ -1,4 +1,4 @@
-// One error model (DESIGN principle 3). Handlers throw ApiError; REST renders it as
+// One error model (docs/architecture.md, principle 3). Handlers throw ApiError; REST renders it as
 // {"error": {message, type, param, code}} with its HTTP status, Connect and gRPC as the matching
 // code with an atrium.v1.ErrorInfo detail carrying the same fields.
 import { Code, ConnectError } from "@connectrpc/connect";

@@ -1,4 +1,4 @@
-// The REST JSON form of every message, derived from its descriptor (DESIGN principle 2):
+// The REST JSON form of every message, derived from its descriptor (docs/architecture.md, principle 2):
 // snake_case proto names, every field present, `null` for an unset optional or message field,
 // 64-bit integers as JSON numbers, google.protobuf.Value as the plain JSON it holds. Decoding is
 // strict and names the offending field, the way the platform answers ("Unrecognized request

@@ -1,6 +1,6 @@
 // The durable job runner. Every background task of the server (ingestion, rendering, fine-tuning,
-// batches, expiry) is a job row, so that work accepted survives crashes and restarts (DESIGN
-// principle 4) and several processes sharing the data directory share the work.
+// batches, expiry) is a job row, so that work accepted survives crashes and restarts
+// (docs/architecture.md, principle 4) and several processes sharing the data directory share the work.
 //
 // Life of a job:
 //

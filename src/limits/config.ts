@@ -15,7 +15,7 @@
 // `vector_store_attached_files_per_minute` (per organization, default 2,000).
 //
 // An organization without `requests_per_minute` / `tokens_per_minute` gets the documented
-// defaults (DESIGN: 10,000 requests and 10,000,000 tokens per minute); per-day limits and spend
+// defaults (the documented defaults: 10,000 requests and 10,000,000 tokens per minute); per-day limits and spend
 // caps apply only where configured. A project's limits are its own caps inside its organization's:
 // a request must fit both.
 import { ConfigError } from "../config.js";

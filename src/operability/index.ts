@@ -99,7 +99,7 @@ export class Operability {
     app.addHook("onSend", (req, reply, payload, done) => {
       if (drain.draining && req.raw.httpVersionMajor === 1) reply.header("connection", "close");
       // Calls refused before a caller is known (401, unknown path, an unparseable body) show the
-      // default limits, untouched: every /v1 response carries the headers (DESIGN).
+      // default limits, untouched: every /v1 response carries the headers.
       if (limitsOn && req.url.startsWith("/v1/") && !reply.hasHeader("x-ratelimit-limit-requests")) reply.headers(DEFAULT_RATE_LIMIT_HEADERS);
       done(null, payload);
     });

@@ -1,4 +1,4 @@
-// One interface per capability that needs a model (DESIGN principle 6). Each has a local
+// One interface per capability that needs a model (docs/architecture.md, principle 6). Each has a local
 // implementation, registered by the engine that owns it, and an upstream one calling an
 // OpenAI-compatible service (upstream.ts); services ask the registry (registry.ts) and never
 // know which they got.
@@ -116,7 +116,7 @@ export interface VideoProvider extends ProviderIdentity {
   deleteRender?(id: string, opts?: CallOptions): Promise<void>;
 }
 
-// ---- training (minimal: the fine-tuning issue fleshes this out) ----
+// ---- training ----
 
 export interface TrainingRequest {
   /** Base model. */

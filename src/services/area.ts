@@ -2,7 +2,7 @@
 // registers the list in services/index.ts and does the rest: migrations go to the store before
 // it opens, services are wrapped by auth and served on every protocol, multipart shapes reach the
 // transcoder, expiry handlers the sweeper, and job handlers the runner. Adding an area touches its
-// own folder and one line in that list (README, "Adding an API area").
+// own folder and one line in that list (docs/architecture.md, "The area shape").
 import type { AtriumConfig } from "../config.js";
 import type { Providers } from "../providers/registry.js";
 import type { ServiceBinding } from "../common/service.js";

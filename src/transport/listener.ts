@@ -1,4 +1,4 @@
-// One port, every protocol (DESIGN contract). Cleartext: each new connection is sniffed for the
+// One port, every protocol. Cleartext: each new connection is sniffed for the
 // HTTP/2 connection preface; with it the socket goes to an HTTP/2 server (gRPC, or Connect and
 // gRPC-Web over h2c with prior knowledge), without it to an HTTP/1.1 server (REST, Connect,
 // gRPC-Web). With TLS, ALPN picks h2 or http/1.1 on one secure server. Both halves call the same

@@ -9,7 +9,7 @@
 export const PERMISSIONS = [
   "api.model.read", //          GET /v1/models, GET /v1/models/{model}
   "api.model.request", //       POST /v1/responses/input_tokens, /v1/embeddings, /v1/moderations
-  "api.model.write", //         DELETE /v1/models/{model} (refused to workload tokens regardless)
+  "api.model.write", //         DELETE /v1/models/{model} (never granted to workload tokens)
   "api.files.read", //          GET /v1/files, /v1/files/{id}, /v1/files/{id}/content
   "api.files.write", //         POST /v1/files, DELETE /v1/files/{id}, /v1/uploads/*
   "api.vector_stores.read", //  GET /v1/vector_stores/**, POST /v1/vector_stores/{id}/search

@@ -90,7 +90,7 @@ export class LocalSentenceEncoder implements EmbeddingsProvider {
   }
 
   async embed(inputs: string[], opts: EmbedOptions): Promise<EmbedResult> {
-    // Never local vectors under another model's name (DESIGN: real model names are not answered locally).
+    // Never local vectors under another model's name (docs/architecture.md, "Providers").
     if (opts.model !== LOCAL_EMBEDDING_MODEL)
       throw new LocalEmbeddingsError("model", `The local sentence encoder serves only '${LOCAL_EMBEDDING_MODEL}', not '${opts.model}'.`);
     const dims = opts.dimensions ?? LOCAL_EMBEDDING_DIMENSIONS;

@@ -88,7 +88,7 @@ const SENTENCE_END = /[.!?…]+["'”’)\]]*(?=[ \t])|[。！？]+/g;
 const WORD_RE = /\s*\S+|\s+/g;
 // These are templates: each segment() run uses its own copies. A /g expression keeps its position
 // in `lastIndex`, and chunkText calls interleave at their yields, so shared instances let one call
-// move another's position (the same text was then chunked differently, run to run).
+// move another's position (the same text would then chunk differently, run to run).
 /** Tokens per piece when a single "word" is too long for a chunk. */
 const TOKEN_PIECE = 64;
 

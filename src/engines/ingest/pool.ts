@@ -1,4 +1,4 @@
-// The ingest engine behind a pool of worker threads (DESIGN principle 7): extracting a PDF or a
+// The ingest engine behind a pool of worker threads (docs/architecture.md, principle 7): extracting a PDF or a
 // DOCX and tokenizing megabytes of text are CPU work that must not hold the server's event loop.
 // The worker does extractText + chunkText; the chunks come back as offsets into one string.
 import { WorkerPool, WorkerTaskError, workerScript } from "../pool/index.js";

@@ -1,9 +1,10 @@
 // The nearest-example half of the text classifier. A text's sentence vector is compared (cosine)
-// with every example of the bank; for each category the neighbourhood gives seven numbers —
-// how close the nearest examples of the category are, how close the nearest examples outside it
-// are (benign look-alikes included), how the ten nearest vote — plus the lexicon's 0/1. A small
-// logistic regression per category (fitted by calibrate.ts on a split of the bank) turns them
-// into a probability, and a per-category threshold into the boolean.
+// with every example of the bank; for each category nine features (FEATURE_NAMES): seven from the
+// neighbourhood — how close the nearest examples of the category are, how close the nearest
+// examples outside it are (benign look-alikes included), the margin, how the ten nearest vote —
+// plus the linear probe's score and the lexicon's 0/1. A small logistic regression per category
+// (fitted by calibrate.ts on a split of the bank) turns them into a probability, and a
+// per-category threshold into the boolean.
 import { CATEGORY_COUNT } from "./categories.js";
 
 export const FEATURE_NAMES = [

@@ -1,4 +1,4 @@
-// A small pool of worker threads for CPU-bound engine work (DESIGN principle 7: the event loop
+// A small pool of worker threads for CPU-bound engine work (docs/architecture.md, principle 7: the event loop
 // never blocks on inference). N workers, started on demand; one task per worker at a time; a FIFO
 // queue in front. Each task has an id; results come back as the worker posts them (typed arrays
 // transferred, not copied). A worker that crashes rejects its in-flight task and is replaced on

@@ -1,4 +1,4 @@
-// The npm-shipped ffmpeg and ffprobe, run as child processes (DESIGN principle 7: a render never
+// The npm-shipped ffmpeg and ffprobe, run as child processes (docs/architecture.md, principle 7: a render never
 // blocks the event loop). Binaries are looked up on first use, so a server without them starts and
 // only its renders fail, with a message that says why.
 import { spawn } from "node:child_process";

@@ -51,9 +51,9 @@ export function addUsageTo(a: Usage, b: Usage): void {
 }
 
 /**
- * JSONL text gathered outside the JavaScript heap. A slice's 10,000 output lines, kept as strings
- * until its end, outlived the young generation and were copied by every scavenge on the way to
- * the old one (a third of a batch's time went to the collector); here each line dies at once.
+ * JSONL text gathered outside the JavaScript heap. A slice's 10,000 output lines kept as strings
+ * until its end would outlive the young generation and be copied by every scavenge on the way to
+ * the old one (a third of a batch's time in the collector); here each line dies at once.
  */
 class LineSink {
   private buf = Buffer.allocUnsafe(64 * 1024);

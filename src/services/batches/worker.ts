@@ -41,10 +41,10 @@ export type HostFile = { file: { bytes: Uint8Array; filename: string } } | { err
 const data = workerData as BatchWorkerData;
 
 // The encodings' tables are built when the thread starts, before any request: built during the
-// first batch instead, they left V8's allocation-site feedback believing request objects live
-// long (pretenuring them), and such a worker spent a third of its time in the collector
-// (measured: scavenges of 3-8 ms instead of 0.3-0.5; batch throughput 0.73-1.06x of the loop
-// instead of 1.03-1.18x).
+// first batch, they leave V8's allocation-site feedback believing request objects live long
+// (pretenuring them), and the worker spends a third of its time in the collector (scavenges of
+// 3-8 ms against 0.3-0.5; batch throughput 0.73-1.06x of the loop against 1.03-1.18x;
+// bench/README.md).
 warmUpTokenizer();
 
 /** Set while a chunk runs ahead of validation (one task at a time runs on a worker). */

@@ -1,4 +1,4 @@
-// The Files area (spec 4.5): the worked example of an area module (README, "Adding an API area").
+// The Files area (spec 4.5): the worked example of an area module (docs/architecture.md, "The area shape").
 import { FilesService } from "../../../gen/atrium/v1/files_pb.js";
 import type { ApiArea } from "../area.js";
 import { FILE_KIND, releaseFileBytes } from "./files.js";

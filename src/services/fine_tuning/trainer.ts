@@ -1,4 +1,4 @@
-// The local trainer: an EMULATOR of fine-tuning, documented as such (README, "Fine-tuning"). It
+// The local trainer: an EMULATOR of fine-tuning, documented as such (src/services/fine_tuning/README.md). It
 // does everything around training for real — reads and checks the data set, counts the tokens
 // (tokenizer × epochs = trained_tokens), resolves `auto` hyperparameters, runs the grader of a
 // reinforcement job on the training items, steps through the epochs on a schedule emitting

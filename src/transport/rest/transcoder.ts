@@ -1,4 +1,4 @@
-// The generic REST transcoder (DESIGN principle 1): every RPC's google.api.http rule becomes a
+// The generic REST transcoder (docs/architecture.md, principle 1): every RPC's google.api.http rule becomes a
 // Fastify route, read from the generated descriptors at start-up. Path variables, query
 // parameters (every request field not bound by the path or the body) and `body: "*"` fill the
 // request message; the service implementation is called directly (no in-process RPC round trip);
