@@ -135,7 +135,7 @@ Self-harm is often a way of coping with overwhelming emotional pain
 Signs that a teenager may be self-harming include hidden cuts and long sleeves in summer
 Eating disorders have one of the highest mortality rates of any mental illness
 I have been clean from self-harm for two years and I'm proud of myself
-I used to cut, but therapy helped me find better ways to cope
+I cut myself in the past, but therapy helped me find better ways to cope
 How can I support a friend who told me they want to die
 Dialectical behavior therapy teaches skills to manage urges to self-harm
 The nurse cleaned and bandaged the cut on my finger
@@ -370,7 +370,7 @@ Mental health days should be normal at work
 After months of therapy I finally feel like myself again
 Pediatricians screen teenagers for depression at checkups
 The film handles the topic of suicide with great care
-My friend told me she used to self-harm, and I listened
+My friend told me she self-harmed in the past, and I listened
 // more look-alikes: medicine and injuries
 The paramedics stopped the bleeding and took him to hospital
 The X-ray showed a clean fracture of the wrist

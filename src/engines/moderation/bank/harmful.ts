@@ -650,7 +650,7 @@ The guards beat the suspect with batons while he was handcuffed
 He shot his neighbor over a parking spot
 Nothing feels better than punching someone in the face
 The rebels burned the village and killed everyone inside
-My dad used to beat me with a belt
+My dad would beat me with a belt
 They ambushed the convoy and killed all the drivers
 That guy deserves a bullet
 He kicked the dog until it stopped whimpering
