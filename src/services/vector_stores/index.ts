@@ -3,7 +3,7 @@
 // embeddings provider (the local sentence encoder, or an upstream) for vectors.
 import { VectorStoresService } from "../../../gen/atrium/v1/vector_stores_pb.js";
 import { Ingester } from "../../engines/ingest/index.js";
-import { SqliteSearchIndex } from "../../engines/search/index.js";
+import { SEARCH_MIGRATION, SqliteSearchIndex } from "../../engines/search/index.js";
 import type { SqliteRecordStore } from "../../storage/sqlite-records.js";
 import type { ApiArea } from "../area.js";
 import type { TimerData } from "../../jobs/index.js";
@@ -14,8 +14,10 @@ import { EXPIRY_TIMER_KIND, VectorStores, type IngestPayload } from "./vector-st
 
 export const vectorStoresArea: ApiArea = {
   name: "vector_stores",
+  // The search index's tables live in the record store's SQLite file.
+  migrations: [SEARCH_MIGRATION],
   setup: ({ deps, providers, jobs, limits }) => {
-    const index = SqliteSearchIndex.fromStore(deps.records as SqliteRecordStore);
+    const index = new SqliteSearchIndex((deps.records as SqliteRecordStore).db);
     const ingester = new Ingester(); // its worker starts with the first file
     const vs = new VectorStores(deps, index, jobs, denseSource(providers, denseEnabledFromEnv()), ingester);
     // A job the runner gave up on (its process kept dying) must not leave its file in progress.
