@@ -15,8 +15,8 @@ import { storageLookups, responsesServiceWith } from "../src/services/responses/
 import { countInputTokensCall } from "../src/services/batches/endpoints.js";
 import { checkChunk, CHUNK_MAX_BYTES, chunkSize, InputCheck, MAX_LISTED_ERRORS, MAX_REQUESTS, requestChunks, requestTexts, subChunk, type RequestChunk } from "../src/services/batches/input.js";
 import { runRequests } from "../src/services/batches/run.js";
-import { BatchWorkers } from "../src/services/batches/workers.js";
-import { createBatchRunner } from "../src/services/batches/jobs.js";
+import { BatchWorkers } from "../src/services/batches/pool.js";
+import { runJob } from "../src/services/batches/jobs.js";
 import type { BlobStore } from "../src/storage/types.js";
 import { startTestServer, tempDir, testConfig, type TestServer } from "./helpers/server.js";
 import { api, sdk, toFile } from "./helpers/rest.js";
@@ -323,7 +323,7 @@ describe("a batch job whose signal fires while its chunks are on the workers", (
     const deps = { records: { collection: () => ({ get: async () => rec }) }, blobs, clock: { now: () => 0 } } as never;
     const workers = new BatchWorkers(deps, 2, {});
     try {
-      const run = createBatchRunner(deps, { concurrency: 8, sliceLines: 10_000, sliceMs: 1000, sliceBytes: 8 << 20, sliceIntervalMs: 0, calls: {}, workers });
+      const run = runJob({ storage: deps, settings: { concurrency: 8, sliceLines: 10_000, sliceMs: 1000, sliceBytes: 8 << 20, sliceIntervalMs: 0, calls: {}, workers } }).handler;
       const stop = new AbortController();
       const ctx = { job: { scope: { projectId: "p" }, payload: { batchId: "batch_1" }, checkpoint: null }, signal: stop.signal, checkpoint: async () => {}, complete: async () => {} } as never;
       setTimeout(() => stop.abort(new Error("shutting down")), 30);

@@ -1,5 +1,5 @@
 // Batches (spec 2.13, 4.10): creation rules, the batch record, list, retrieve, cancel. The work
-// is jobs.ts, a durable job on the runner.
+// is jobs.ts, a durable job on the runner; the record is records.ts.
 //
 // States: validating → in_progress → finalizing → completed; validating → failed (a bad input
 // file); validating | in_progress → cancelling → cancelled; in_progress → expired past
@@ -12,44 +12,11 @@ import type { JobRunner } from "../../jobs/runner.js";
 import { VersionConflict, type Scope, type StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { FILE_KIND, MAX_BATCH_FILE_BYTES, MAX_EXPIRY_SECONDS, MIN_EXPIRY_SECONDS, type FileRecord } from "../files/files.js";
-import { SUPPORTED_ENDPOINTS, zeroUsage, type Endpoint, type Usage } from "./endpoints.js";
-import type { LineError } from "./input.js";
+import { SUPPORTED_ENDPOINTS, zeroUsage, type Endpoint } from "./endpoints.js";
+import { BATCH_KIND, type BatchRecord } from "./records.js";
+import { BATCHES_RUN_JOB, runJobId } from "./jobs.js";
 
-export const BATCH_KIND = "batch";
-export const RUN_JOB_KIND = "batches.run";
 export const COMPLETION_WINDOW_SECONDS = 24 * 3600;
-
-export type BatchStatus = "validating" | "failed" | "in_progress" | "finalizing" | "completed" | "expired" | "cancelling" | "cancelled";
-
-export interface BatchRecord {
-  id: string;
-  createdAt: number;
-  endpoint: Endpoint;
-  inputFileId: string;
-  completionWindow: string;
-  status: BatchStatus;
-  errors: LineError[] | null;
-  outputFileId: string | null;
-  errorFileId: string | null;
-  inProgressAt: number | null;
-  expiresAt: number;
-  finalizingAt: number | null;
-  completedAt: number | null;
-  failedAt: number | null;
-  expiredAt: number | null;
-  cancellingAt: number | null;
-  cancelledAt: number | null;
-  requestCounts: { total: number; completed: number; failed: number };
-  metadata: Record<string, string> | null;
-  model: string | null;
-  usage: Usage;
-  /** Output and error files' lifetime (output_expires_after.seconds), or null. */
-  outputTtl: number | null;
-  /** The creator: requests run as this principal, in its project. */
-  principal: Principal;
-}
-
-export const runJobId = (batchId: string) => `${RUN_JOB_KIND}:${batchId}`;
 
 export interface CreateBatchInput {
   inputFileId?: string;
@@ -133,7 +100,7 @@ export class Batches {
     };
     // The run first (it waits briefly for the record): a crash in between leaves a run that finds
     // no batch, never a batch no run will pick up.
-    await this.runner.enqueue(scope, RUN_JOB_KIND, { batchId: rec.id }, { id: runJobId(rec.id) });
+    await this.runner.enqueue(scope, BATCHES_RUN_JOB, { batchId: rec.id }, { id: runJobId(rec.id) });
     await this.batches.insert(scope, { id: rec.id, createdAt: now, tag: rec.status, data: rec });
     return rec;
   }

@@ -10,11 +10,11 @@ import type { ApiArea } from "../area.js";
 import { createEmbeddingsService } from "../embeddings/handler.js";
 import { createModerationsService } from "../moderations/handler.js";
 import { createResponsesService } from "../responses/handler.js";
-import { Batches, RUN_JOB_KIND } from "./batches.js";
+import { Batches } from "./batches.js";
 import { endpointCalls, type Endpoint } from "./endpoints.js";
 import { createBatchesService } from "./handler.js";
-import { createBatchRunner } from "./jobs.js";
-import { BatchWorkers } from "./workers.js";
+import { BATCHES_RUN_JOB, runJob } from "./jobs.js";
+import { BatchWorkers } from "./pool.js";
 
 export interface BatchSettings {
   concurrency: number;
@@ -85,11 +85,10 @@ export const batchesArea: ApiArea = {
     return {
       services: [{ desc: BatchesService, impl: createBatchesService(batches) }],
       jobs: {
-        // Short leases: a killed server's batches are picked up seconds after a restart.
-        [RUN_JOB_KIND]: {
-          handler: createBatchRunner(deps, { concurrency: settings.concurrency, sliceLines: settings.slice_lines, sliceMs: settings.slice_ms, sliceBytes: settings.slice_bytes, sliceIntervalMs: settings.slice_interval_ms, calls, workers }),
-          options: { concurrency: 2, leaseMs: 5000 },
-        },
+        [BATCHES_RUN_JOB]: runJob({
+          storage: deps,
+          settings: { concurrency: settings.concurrency, sliceLines: settings.slice_lines, sliceMs: settings.slice_ms, sliceBytes: settings.slice_bytes, sliceIntervalMs: settings.slice_interval_ms, calls, workers },
+        }),
       },
       stop: async () => {
         await workers?.close();

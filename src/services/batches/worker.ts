@@ -1,4 +1,4 @@
-// A batch worker thread (started by BatchWorkers, workers.ts): it checks chunks of input files,
+// A batch worker thread (started by BatchWorkers, pool.ts): it checks chunks of input files,
 // and runs the requests of the endpoints whose work is CPU on the calling thread
 // (THREAD_ENDPOINTS: token counting) on the same service implementation the main thread serves,
 // so a batch uses the machine's other cores and never holds the server's event loop. What only
