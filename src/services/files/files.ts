@@ -5,8 +5,9 @@ import { ApiError, invalidParam, missingParam, notFound } from "../../common/err
 import type { Scope, StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { newId } from "../../common/ids.js";
+import { FILE_KIND, FILE_SHARE_KIND, type FileRecord } from "./records.js";
 
-export const FILE_KIND = "file";
+export { FILE_KIND, FILE_SHARE_KIND, type FileRecord } from "./records.js";
 export const MAX_FILE_BYTES = 512 * 1024 * 1024;
 export const MAX_BATCH_FILE_BYTES = 200 * 1024 * 1024;
 export const BATCH_DEFAULT_TTL = 30 * 24 * 3600;
@@ -16,16 +17,6 @@ export const MAX_EXPIRY_SECONDS = 2_592_000;
 /** Purposes a caller may upload with; the *_output / *-results ones are written by the platform. */
 export const UPLOAD_PURPOSES = ["assistants", "batch", "fine-tune", "vision", "user_data", "evals"] as const;
 export const ALL_PURPOSES = [...UPLOAD_PURPOSES, "assistants_output", "batch_output", "fine-tune-results"] as const;
-
-export interface FileRecord {
-  id: string;
-  bytes: number;
-  createdAt: number;
-  filename: string;
-  purpose: string;
-  mimeType: string;
-  expiresAt: number | null;
-}
 
 export interface ExpiresAfterInput {
   anchor?: string;
@@ -96,13 +87,6 @@ export function mimeFor(filename: string): string {
 export function newFileId(): string {
   return newId("file-");
 }
-
-/**
- * Other holders of a File's bytes: a container file made from a file_id shares the File's blob
- * instead of copying it, and records that as one record of this kind (id: the holder's id,
- * parentId: the file id).
- */
-export const FILE_SHARE_KIND = "file_share";
 
 /**
  * Deletes a File's bytes once nothing holds them: neither the File (deleted, or expired) nor a

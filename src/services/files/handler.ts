@@ -25,7 +25,8 @@ import {
   type FileRecord,
 } from "./files.js";
 
-export function fileMessage(r: FileRecord): MessageInitShape<typeof FileSchema> {
+/** The File message of a File record or view (the fields every form of a File carries). */
+export function fileMessage(r: Pick<FileRecord, "id" | "bytes" | "createdAt" | "filename" | "purpose" | "expiresAt">): MessageInitShape<typeof FileSchema> {
   return {
     id: r.id,
     object: "file",
