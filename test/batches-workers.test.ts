@@ -36,7 +36,7 @@ function piecesOf(text: string | Buffer, piece: number): BlobStore {
 
 async function chunksOf(blobs: BlobStore, size: number): Promise<RequestChunk[]> {
   const out: RequestChunk[] = [];
-  for await (const c of requestChunks(blobs, "k", size)) out.push(c);
+  for await (const c of requestChunks(blobs.get("k"), size)) out.push(c);
   return out;
 }
 
@@ -321,9 +321,10 @@ describe("a batch job whose signal fires while its chunks are on the workers", (
     };
     const rec = { id: "batch_1", version: 1, data: { id: "batch_1", status: "validating", inputFileId: "f", endpoint: E, principal: { projectId: "p" }, inProgressAt: null } };
     const deps = { records: { collection: () => ({ get: async () => rec }) }, blobs, clock: { now: () => 0 } } as never;
+    const files = { find: async () => ({ bytes: bytes.length }), open: async () => blobs.get() };
     const workers = new BatchWorkers(deps, 2, {});
     try {
-      const run = runJob({ storage: deps, settings: { concurrency: 8, sliceLines: 10_000, sliceMs: 1000, sliceBytes: 8 << 20, sliceIntervalMs: 0, calls: {}, workers } }).handler;
+      const run = runJob({ storage: { ...(deps as object), files } as never, settings: { concurrency: 8, sliceLines: 10_000, sliceMs: 1000, sliceBytes: 8 << 20, sliceIntervalMs: 0, calls: {}, workers } }).handler;
       const stop = new AbortController();
       const ctx = { job: { scope: { projectId: "p" }, payload: { batchId: "batch_1" }, checkpoint: null }, signal: stop.signal, checkpoint: async () => {}, complete: async () => {} } as never;
       setTimeout(() => stop.abort(new Error("shutting down")), 30);

@@ -5,10 +5,9 @@
 // leaves the slice to run again, its lines recorded once.
 import { newId } from "../../common/ids.js";
 import type { Scope, WriteOp } from "../../storage/types.js";
-import { FILE_KIND, newFileId, type FileRecord } from "../files/files.js";
 import { chunkSize, parseLine, requestChunks, requestTexts } from "./input.js";
 import { BATCH_KIND, SLICE_KIND, sliceId, type BatchRecord, type SliceRecord } from "./records.js";
-import { addUsage, batchesOf, CHUNK_REQUESTS, commit, type RunContext, type Runner, type RunState, type RunStorage } from "./run-state.js";
+import { addUsage, batchesOf, CHUNK_REQUESTS, commit, openInput, type RunContext, type Runner, type RunState, type RunStorage } from "./run-state.js";
 import type { RunResult } from "./run.js";
 import type { HeldSlices } from "./slices.js";
 
@@ -23,12 +22,12 @@ export async function finalize(runner: Runner, ctx: RunContext, state: RunState,
   const batchId = ctx.job.payload.batchId;
   let st = state;
   if (!last && !st.outputFileId) {
-    st = { ...state, outputFileId: state.files?.output ?? newFileId(), errorFileId: state.files?.error ?? newFileId() };
+    st = { ...state, outputFileId: state.files?.output ?? storage.files.newId(), errorFileId: state.files?.error ?? storage.files.newId() };
     await commit(runner, ctx, st, (b) => (end === "completed" ? { ...b, status: "finalizing", finalizingAt: b.finalizingAt ?? storage.clock.now() } : b));
   }
   const outputFileId = st.outputFileId ?? st.files!.output;
   const errorFileId = st.errorFileId ?? st.files!.error;
-  const expired = end === "expired" ? await expiredRequests(storage, scope, batchId, st.done) : { lines: "", count: 0 };
+  const expired = end === "expired" ? await expiredRequests(runner, ctx, st.done) : { lines: "", count: 0 };
   const cur = (await batchesOf(storage).get(scope, batchId))!;
   // A cancel that came while the last slice ran: everything ran, but the batch ends as asked.
   if (last && cur.data.status === "cancelling") end = "cancelled";
@@ -40,14 +39,13 @@ export async function finalize(runner: Runner, ctx: RunContext, state: RunState,
   const errBytes = failed > 0 ? await writeSlices(slices, errorFileId, "errors", expired.lines) : 0;
   const now = storage.clock.now();
   const fileOps: WriteOp[] = [];
-  const fileRec = (id: string, bytes: number, name: string): WriteOp => {
-    const rec: FileRecord = { id, bytes, createdAt: now, filename: name, purpose: "batch_output", mimeType: "application/jsonl", expiresAt: cur.data.outputTtl ? now + cur.data.outputTtl : null };
-    return { op: "insert", kind: FILE_KIND, scope, record: { id, createdAt: now, expiresAt: rec.expiresAt, tag: rec.purpose, data: rec } };
-  };
-  if (outBytes > 0) fileOps.push(fileRec(outputFileId, outBytes, `batch_${batchId}_output.jsonl`));
-  else await storage.blobs.delete(outputFileId);
-  if (errBytes > 0) fileOps.push(fileRec(errorFileId, errBytes, `batch_${batchId}_error.jsonl`));
-  else await storage.blobs.delete(errorFileId);
+  // The output Files are created by the same transaction that ends the batch.
+  const outputFile = (id: string, bytes: number, filename: string): WriteOp[] =>
+    storage.files.prepare(scope, id, bytes, { filename, purpose: "batch_output", mimeType: "application/jsonl", createdAt: now, expiresAt: cur.data.outputTtl ? now + cur.data.outputTtl : null }).ops;
+  if (outBytes > 0) fileOps.push(...outputFile(outputFileId, outBytes, `batch_${batchId}_output.jsonl`));
+  else await storage.files.discardContent(outputFileId);
+  if (errBytes > 0) fileOps.push(...outputFile(errorFileId, errBytes, `batch_${batchId}_error.jsonl`));
+  else await storage.files.discardContent(errorFileId);
   const sliceIds: WriteOp[] = Array.from({ length: st.slices }, (_, i) => ({ op: "delete", kind: SLICE_KIND, scope, id: sliceId(batchId, i) }));
   const next: BatchRecord = {
     ...cur.data,
@@ -65,12 +63,12 @@ export async function finalize(runner: Runner, ctx: RunContext, state: RunState,
 }
 
 /** Requests never run because the window closed (those after the first `done`): each one an error line. */
-async function expiredRequests(storage: RunStorage, scope: Scope, batchId: string, done: number): Promise<{ lines: string; count: number }> {
+async function expiredRequests(runner: Runner, ctx: RunContext, done: number): Promise<{ lines: string; count: number }> {
   let lines = "";
   let count = 0;
   let seen = 0;
-  const b = (await batchesOf(storage).get(scope, batchId))!.data;
-  for await (const chunk of requestChunks(storage.blobs, b.inputFileId, CHUNK_REQUESTS)) {
+  const b = (await batchesOf(runner.storage).get(ctx.job.scope, ctx.job.payload.batchId))!.data;
+  for await (const chunk of requestChunks(await openInput(runner, ctx, b), CHUNK_REQUESTS)) {
     const text = requestTexts(chunk);
     for (let i = 0; i < chunkSize(chunk); i++) {
       if (seen++ < done) continue;
@@ -113,5 +111,6 @@ async function writeSlices(src: SliceSource, key: string, field: "output" | "err
     if (src.last?.[field].length) yield src.last[field];
     if (tail) yield Buffer.from(tail);
   }
-  return (await src.storage.blobs.put(key, parts())).bytes;
+  // Output files are as large as the requests make them: no size cap.
+  return src.storage.files.writeContent(key, parts(), { maxBytes: Number.POSITIVE_INFINITY });
 }

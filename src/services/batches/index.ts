@@ -7,9 +7,10 @@ import { ModerationsService } from "../../../gen/atrium/v1/moderations_pb.js";
 import { LOCAL_EMBEDDING_DIMENSIONS } from "../../engines/embeddings/index.js";
 import type { EmbeddingsProvider } from "../../providers/types.js";
 import type { ApiArea } from "../area.js";
-import { createEmbeddingsService } from "../embeddings/handler.js";
-import { createModerationsService } from "../moderations/handler.js";
-import { createResponsesService } from "../responses/handler.js";
+import { createEmbeddingsService } from "../embeddings/index.js";
+import { filesApi } from "../files/index.js";
+import { createModerationsService } from "../moderations/index.js";
+import { createResponsesService } from "../responses/index.js";
 import { Batches } from "./batches.js";
 import { endpointCalls, type Endpoint } from "./endpoints.js";
 import { createBatchesService } from "./handler.js";
@@ -79,14 +80,15 @@ export const batchesArea: ApiArea = {
       if (!calls[endpoint]) return `Batches for ${endpoint} are not available on this server yet.`;
       return null;
     };
-    const batches = new Batches(deps, jobs, unavailable);
+    const files = filesApi(deps);
+    const batches = new Batches(deps, files, jobs, unavailable);
     // Started on a batch's first chunk, not before.
     const workers = settings.workers > 0 ? new BatchWorkers(deps, settings.workers, responsesOptions) : null;
     return {
       services: [{ desc: BatchesService, impl: createBatchesService(batches) }],
       jobs: {
         [BATCHES_RUN_JOB]: runJob({
-          storage: deps,
+          storage: { records: deps.records, clock: deps.clock, files },
           settings: { concurrency: settings.concurrency, sliceLines: settings.slice_lines, sliceMs: settings.slice_ms, sliceBytes: settings.slice_bytes, sliceIntervalMs: settings.slice_interval_ms, calls, workers },
         }),
       },

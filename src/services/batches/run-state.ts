@@ -2,8 +2,9 @@
 // checkpoint), and the one way progress commits: the batch record's change together with the
 // checkpoint, in one transaction.
 import type { JobContext } from "../../jobs/runner.js";
-import { VersionConflict, type WriteOp } from "../../storage/types.js";
+import type { WriteOp } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
+import type { FilesApi } from "../files/index.js";
 import type { Endpoint, EndpointCall, Usage } from "./endpoints.js";
 import type { BatchWorkers } from "./pool.js";
 import { BATCH_KIND, type BatchRecord } from "./records.js";
@@ -23,8 +24,8 @@ export interface RunSettings {
   workers: BatchWorkers | null;
 }
 
-/** The storage a run reads and writes. */
-export type RunStorage = Pick<ServiceDeps, "records" | "blobs" | "clock">;
+/** The storage a run reads and writes: its own records, and Files through the files area. */
+export type RunStorage = Pick<ServiceDeps, "records" | "clock"> & { files: Pick<FilesApi, "find" | "open" | "newId" | "writeContent" | "discardContent" | "prepare"> };
 
 /** A run's settings and storage, shared by validation, the slices and finalizing. */
 export interface Runner {
@@ -54,19 +55,23 @@ export const batchesOf = (storage: RunStorage) => storage.records.collection<Bat
 
 /** Writes `change(current)` with compare-and-set and the runner checkpoint in one transaction. */
 export async function commit(runner: Runner, ctx: RunContext, state: RunState, change: (b: BatchRecord) => BatchRecord, extra: WriteOp[] = []): Promise<BatchRecord> {
-  const batches = batchesOf(runner.storage);
-  for (let attempt = 0; ; attempt++) {
-    const cur = (await batches.get(ctx.job.scope, ctx.job.payload.batchId))!;
-    const next = change(cur.data);
-    try {
-      await ctx.checkpoint(state, [{ op: "update", kind: BATCH_KIND, scope: ctx.job.scope, id: cur.id, data: next, tag: next.status, expectVersion: cur.version }, ...extra]);
-      return next;
-    } catch (e) {
-      // A cancel moved the record meanwhile: apply the change on top of it.
-      if (e instanceof VersionConflict && e.kind === BATCH_KIND && attempt < 50) continue;
-      throw e;
-    }
-  }
+  const { batchId } = ctx.job.payload;
+  // A cancel that moves the record meanwhile gets the change applied on top of it.
+  return batchesOf(runner.storage).mutate(
+    ctx.job.scope,
+    batchId,
+    (cur) => {
+      if (!cur) throw new Error(`batch ${batchId} is gone`);
+      const next = change(cur.data);
+      return { write: "update", data: next, tag: next.status, also: extra, result: next };
+    },
+    { commit: (ops) => ctx.checkpoint(state, ops) },
+  );
+}
+
+/** The batch's input file's bytes, as a stream. */
+export async function openInput(runner: Runner, ctx: RunContext, batch: BatchRecord): Promise<AsyncIterable<Uint8Array>> {
+  return runner.storage.files.open(ctx.job.scope, batch.inputFileId);
 }
 
 export function addUsage(a: Usage, b: Usage | null): Usage {

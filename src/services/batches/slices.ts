@@ -12,7 +12,7 @@ import { finalize } from "./finalize.js";
 import { chunkSize, requestChunks, subChunk, type RequestChunk } from "./input.js";
 import type { BatchWorkers } from "./pool.js";
 import { SLICE_KIND, sliceId, type BatchRecord, type SliceRecord } from "./records.js";
-import { addUsage, batchesOf, CHUNK_REQUESTS, commit, type RunContext, type Runner, type RunState } from "./run-state.js";
+import { addUsage, batchesOf, CHUNK_REQUESTS, commit, openInput, type RunContext, type Runner, type RunState } from "./run-state.js";
 import { addUsageTo, runRequests, type RequestRange, type RunResult } from "./run.js";
 import type { Checked } from "./validate.js";
 
@@ -80,7 +80,7 @@ export async function runSlices(runner: Runner, ctx: RunContext, batchId: string
   const ahead = checked?.ahead ?? new Map<RequestChunk, RunResult>();
   async function* requests(): AsyncGenerator<RequestRange> {
     let n = 0;
-    for await (const chunk of checked?.chunks ?? requestChunks(storage.blobs, current.inputFileId, CHUNK_REQUESTS)) {
+    for await (const chunk of checked?.chunks ?? requestChunks(await openInput(runner, ctx, current), CHUNK_REQUESTS)) {
       const size = chunkSize(chunk);
       if (n + size > from) yield { chunk, from: Math.max(0, from - n), to: size };
       n += size;

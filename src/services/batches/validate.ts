@@ -2,13 +2,12 @@
 // checked on the workers, several at once, and merged in order; for THREAD_ENDPOINTS the chunks
 // of the first slice also run there, ahead of the verdict (validation and the first slice in one
 // pass, worker.ts says how).
-import { newFileId } from "../files/files.js";
 import { TurnTaker } from "../../common/yield.js";
 import { THREAD_ENDPOINTS } from "./endpoints.js";
 import { checkChunk, chunkSize, InputCheck, requestChunks, type ChunkCheck, type LineError, type RequestChunk } from "./input.js";
 import { BATCH_KIND, type BatchRecord } from "./records.js";
 import type { RunResult } from "./run.js";
-import { CHUNK_REQUESTS, commit, type RunContext, type Runner, type RunState } from "./run-state.js";
+import { CHUNK_REQUESTS, commit, openInput, type RunContext, type Runner, type RunState } from "./run-state.js";
 import type { StoredRecord } from "../../storage/types.js";
 import type { CheckRun } from "./worker.js";
 
@@ -28,7 +27,7 @@ export interface Checked {
  * returned state with what validation kept.
  */
 export async function validateBatch(runner: Runner, ctx: RunContext, rec: StoredRecord<BatchRecord>): Promise<{ checked: Checked; state: RunState } | null> {
-  const checked = await checkInput(runner, rec.data, ctx.signal);
+  const checked = await checkInput(runner, ctx, rec.data);
   const check = checked.verdict;
   const now = runner.storage.clock.now();
   if (check.errors.length) {
@@ -45,7 +44,7 @@ export async function validateBatch(runner: Runner, ctx: RunContext, rec: Stored
     ]);
     return null;
   }
-  const state: RunState = { done: 0, slices: 0, files: { output: newFileId(), error: newFileId() } };
+  const state: RunState = { done: 0, slices: 0, files: { output: runner.storage.files.newId(), error: runner.storage.files.newId() } };
   await commit(runner, ctx, state, (b) =>
     b.status === "validating" ? { ...b, status: "in_progress", inProgressAt: now, model: check.model, requestCounts: { total: check.total, completed: 0, failed: 0 } } : { ...b, inProgressAt: now, requestCounts: { total: check.total, completed: 0, failed: 0 } },
   );
@@ -58,12 +57,13 @@ export async function validateBatch(runner: Runner, ctx: RunContext, rec: Stored
  * For THREAD_ENDPOINTS the chunks of the first slice also run there, ahead of the verdict: their
  * results are kept for the run, with the chunks of a small file, which is then read once.
  */
-async function checkInput(runner: Runner, batch: BatchRecord, signal: AbortSignal): Promise<Checked> {
+async function checkInput(runner: Runner, ctx: RunContext, batch: BatchRecord): Promise<Checked> {
+  const signal = ctx.signal;
   const { storage, settings } = runner;
   const check = new InputCheck();
   const workers = settings.workers;
   const turns = new TurnTaker();
-  const chunks: RequestChunk[] | null = ((await storage.blobs.size(batch.inputFileId)) ?? Infinity) <= KEEP_CHUNK_BYTES ? [] : null;
+  const chunks: RequestChunk[] | null = ((await storage.files.find(ctx.job.scope, batch.inputFileId))?.bytes ?? Infinity) <= KEEP_CHUNK_BYTES ? [] : null;
   const runAhead = workers !== null && chunks !== null && THREAD_ENDPOINTS.has(batch.endpoint);
   const ahead = new Map<RequestChunk, RunResult>();
   // Ends the tasks still under way when validation stops early (an error, too many requests).
@@ -79,7 +79,7 @@ async function checkInput(runner: Runner, batch: BatchRecord, signal: AbortSigna
     if (r.run) ahead.set(p.chunk, r.run);
   };
   try {
-    for await (const chunk of requestChunks(storage.blobs, batch.inputFileId, CHUNK_REQUESTS)) {
+    for await (const chunk of requestChunks(await openInput(runner, ctx, batch), CHUNK_REQUESTS)) {
       chunks?.push(chunk);
       requests += chunkSize(chunk);
       if (workers) {

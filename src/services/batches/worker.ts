@@ -14,7 +14,7 @@ import { fetchUrl } from "../../common/fetch-url.js";
 import { callHost, serveTasks } from "../../engines/pool/index.js";
 import { InputTokensError, warmUpTokenizer, type InputTokensErrorStatus } from "../../engines/tokenizer/index.js";
 import type { Scope } from "../../storage/types.js";
-import { responsesServiceWith, type ResponsesOptions } from "../responses/handler.js";
+import { responsesServiceWith, type ResponsesOptions } from "../responses/index.js";
 import { countInputTokensCall, type Endpoint, type EndpointCall } from "./endpoints.js";
 import { checkChunk, chunkSize, type ChunkCheck, type InputLine, type RequestChunk } from "./input.js";
 import { runRequests, type RunResult } from "./run.js";
