@@ -16,7 +16,7 @@ import type { AreaCharge, RateLimits } from "../../limits/index.js";
 import { invalidParam, missingParam } from "../../common/errors.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
 import type { StoredRecord } from "../../storage/types.js";
-import type { BatchRecord, StoreRecord, VsFileRecord } from "./records.js";
+import type { FileBatchRecord, StoreRecord, VsFileRecord } from "./records.js";
 import {
   MAX_BATCH_FILES,
   checkAttributesJson,
@@ -179,7 +179,7 @@ export function createVectorStoresService(vs: VectorStores, limits?: RateLimits)
     pollHint(ctx, v.status === "in_progress");
     return storeMessage(v);
   };
-  const batchOut = async (ctx: HandlerContext, rec: StoredRecord<BatchRecord>) => {
+  const batchOut = async (ctx: HandlerContext, rec: StoredRecord<FileBatchRecord>) => {
     const v = await vs.batchView(scopeOf(ctx), rec);
     pollHint(ctx, v.status === "in_progress");
     return batchMessage(v);
