@@ -8,6 +8,7 @@ import type { SqliteRecordStore } from "../../storage/sqlite-records.js";
 import type { ApiArea } from "../area.js";
 import type { TimerData } from "../../jobs/index.js";
 import { denseEnabledFromEnv, denseSource } from "./embedder.js";
+import { FileBatches } from "./file-batches.js";
 import { createVectorStoresService } from "./handler.js";
 import { filesApi } from "../files/index.js";
 import { ingestJob, settleAbandoned, type IngestJobDeps } from "./jobs.js";
@@ -28,7 +29,7 @@ export const vectorStoresArea: ApiArea = {
       if (job.state !== "succeeded") await settleAbandoned(ingestDeps, job.scope, job.payload as IngestPayload, job.lastError);
     });
     return {
-      services: [{ desc: VectorStoresService, impl: createVectorStoresService(vs, limits) }],
+      services: [{ desc: VectorStoresService, impl: createVectorStoresService(vs, new FileBatches(deps, vs, jobs, index), limits) }],
       // Deleting a File (or its expiry) detaches it from every store.
       onFileDeleted: (scope, fileId) => vs.onFileDeleted(scope, fileId),
       jobs: { [VECTOR_STORES_INGEST_JOB]: ingestJob(ingestDeps) },

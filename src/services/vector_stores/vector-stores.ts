@@ -15,21 +15,19 @@ import { ApiError, notFound } from "../../common/errors.js";
 import { newId } from "../../common/ids.js";
 import { allRecords } from "../../common/pages.js";
 import type { JobRunner } from "../../jobs/index.js";
-import type { SearchHit, SearchIndex } from "../../engines/search/index.js";
-import { rewriteQuery } from "../../engines/search/index.js";
+import type { SearchIndex } from "../../engines/search/index.js";
 import { IngestError, type Ingester } from "../../engines/ingest/index.js";
 import { DuplicateRecord, VersionConflict, type ListQuery, type Scope, type StoredRecord, type WriteOp } from "../../storage/types.js";
 import { setTimer, timerKind } from "../../jobs/index.js";
 import type { ServiceDeps } from "../deps.js";
 import type { FilesApi, FileView } from "../files/index.js";
-import { describeEmbedder, embedTexts, sameEmbedder, type DenseSource } from "./embedder.js";
+import { describeEmbedder, sameEmbedder, type DenseSource } from "./embedder.js";
 import {
-  FILE_BATCH_MEMBER_KIND,
   FILE_BATCH_KIND,
-  VECTOR_STORES_EXPIRE_TIMER,
+  FILE_BATCH_MEMBER_KIND,
   FILE_REF_KIND,
-  FILE_STATUSES,
   STORE_KIND,
+  VECTOR_STORES_EXPIRE_TIMER,
   VS_FILE_KIND,
   batchFileId,
   fileRefId,
@@ -38,69 +36,21 @@ import {
   type Attributes,
   type FileBatchMemberRecord,
   type FileBatchRecord,
-  type Chunking,
   type Embedder,
-  type FileError,
   type FileRefRecord,
   type FileStatus,
   type StoreRecord,
   type VsFileRecord,
 } from "./records.js";
+import { searchStore, type StoreHit } from "./search.js";
 import type { ExpiresAfter, SearchParams } from "./validate.js";
+import { countByStatus, type AttachItem, type Attachment, type IngestPayload, type StoreStatus, type StoreView } from "./views.js";
 
 /** The ingestion job of one attached file (jobs.ts). */
 export const VECTOR_STORES_INGEST_JOB = "vector_stores.ingest";
 const DAY = 24 * 3600;
 
-export interface FileCounts {
-  in_progress: number;
-  completed: number;
-  failed: number;
-  cancelled: number;
-  total: number;
-}
-
-export type StoreStatus = "expired" | "in_progress" | "completed";
-export type BatchStatus = "in_progress" | "completed" | "cancelled" | "failed";
-
-export interface StoreView {
-  store: StoreRecord;
-  counts: FileCounts;
-  usageBytes: number;
-  status: StoreStatus;
-  expiresAt: number | null;
-}
-
-export interface BatchView {
-  batch: FileBatchRecord;
-  counts: FileCounts;
-  status: BatchStatus;
-}
-
-/** One file to attach: from AttachVectorStoreFile, a batch's file_ids or files, or CreateVectorStore. */
-export interface AttachItem {
-  fileId: string;
-  /** The request field that named it (404s name it). */
-  param: string;
-  attributes: Attributes | null;
-  chunking: Chunking;
-}
-
-export interface IngestPayload {
-  storeId: string;
-  fileId: string;
-  attachId: string;
-}
-
-/** What became of an attachment while its job was away. */
-export type Attachment =
-  | { state: "current"; record: StoredRecord<VsFileRecord> }
-  /** Attached again since: a newer job owns the file's chunks. */
-  | { state: "superseded" }
-  /** Detached, its store deleted, or no longer in progress (cancelled): its chunks must go. */
-  | { state: "gone" }
-  /** No record (yet): the request that enqueued the job may not have written it. */
-  | { state: "missing" };
+export type { AttachItem, Attachment, BatchStatus, BatchView, FileCounts, IngestPayload, StoreStatus, StoreView } from "./views.js";
 
 export class VectorStores {
   private readonly stores;
@@ -175,7 +125,7 @@ export class VectorStores {
   }
 
   async view(scope: Scope, rec: StoredRecord<StoreRecord>): Promise<StoreView> {
-    const counts = await this.counts(scope, this.files, rec.id);
+    const counts = await countByStatus(scope, this.files, rec.id);
     const { bytes } = await this.index.stats(rec.id);
     const expired = rec.data.expired || this.isPastExpiry(rec.data); // lists do not go through get()
     const status: StoreStatus = expired ? "expired" : counts.in_progress > 0 ? "in_progress" : "completed";
@@ -381,6 +331,11 @@ export class VectorStores {
     return rec;
   }
 
+  /** The store's record of File `fileId`, if it is attached. */
+  async findFile(scope: Scope, storeId: string, fileId: string): Promise<StoredRecord<VsFileRecord> | undefined> {
+    return this.files.get(scope, vsFileId(storeId, fileId));
+  }
+
   /** A page of the store's files; `after`/`before` are File ids, as the API shows them. */
   async listFiles(scope: Scope, storeId: string, q: ListQuery, status: FileStatus | undefined) {
     await this.get(scope, storeId);
@@ -453,111 +408,10 @@ export class VectorStores {
     return this.fileStore.readAll(scope, file, { maxBytes: Number.POSITIVE_INFINITY });
   }
 
-  // ---- batches ----
-
-  async createBatch(scope: Scope, storeId: string, items: AttachItem[]): Promise<StoredRecord<FileBatchRecord>> {
-    const store = await this.getUsable(scope, storeId);
-    const files = await this.loadFiles(scope, items);
-    const now = this.now();
-    const batch: FileBatchRecord = { id: newId("vsfb_"), storeId, createdAt: now, cancelled: false };
-    const rec = await this.batches.insert(scope, { id: batch.id, parentId: storeId, createdAt: now, data: batch });
-    try {
-      await this.attach(scope, store, items, files, batch.id);
-    } catch (e) {
-      await this.batches.delete(scope, batch.id);
-      throw e;
-    }
-    return rec;
-  }
-
-  async getBatch(scope: Scope, storeId: string, batchId: string): Promise<StoredRecord<FileBatchRecord>> {
-    await this.get(scope, storeId);
-    const rec = await this.batches.get(scope, batchId);
-    if (!rec || rec.data.storeId !== storeId) throw notFound("vector store file batch", batchId, "batch_id");
-    return rec;
-  }
-
-  async batchView(scope: Scope, rec: StoredRecord<FileBatchRecord>): Promise<BatchView> {
-    const counts = await this.counts(scope, this.members, rec.id);
-    let status: BatchStatus = "completed";
-    if (rec.data.cancelled) status = "cancelled";
-    else if (counts.in_progress > 0) status = "in_progress";
-    else if (counts.total > 0 && counts.failed === counts.total) status = "failed";
-    return { batch: rec.data, counts, status };
-  }
-
-  /**
-   * Stops the batch's outstanding files as soon as possible: each still in progress ends failed
-   * (see the state notes at the top), its job is cancelled (a running one is aborted mid-call) and
-   * whatever it had indexed is removed. Files already processed stay. A batch with nothing left
-   * to stop is returned as it is.
-   */
-  async cancelBatch(scope: Scope, storeId: string, batchId: string): Promise<StoredRecord<FileBatchRecord>> {
-    let rec = await this.getBatch(scope, storeId, batchId);
-    const outstanding = await allRecords(this.members, scope, { parentId: batchId, tag: "in_progress", order: "asc" });
-    if (rec.data.cancelled || outstanding.length === 0) return rec;
-    rec = (await this.batches.update(scope, batchId, { ...rec.data, cancelled: true })) ?? rec;
-    const error: FileError = { code: "server_error", message: `Processing was cancelled: file batch ${batchId} was cancelled before this file was processed.` };
-    for (const m of outstanding) {
-      const settled = await this.settleFile(scope, storeId, m.data.fileId, undefined, (f) => (f.batchId === batchId ? { status: "failed", lastError: error } : undefined));
-      if (!settled) continue;
-      await this.jobs.cancel(ingestJobId(storeId, m.data.fileId, settled.attachId));
-      await this.index.removeFile(storeId, m.data.fileId);
-    }
-    return rec;
-  }
-
-  async listBatchFiles(scope: Scope, storeId: string, batchId: string, q: ListQuery, status: FileStatus | undefined) {
-    await this.getBatch(scope, storeId, batchId);
-    const cursor = (id: string | undefined) => (id === undefined ? undefined : batchFileId(batchId, id));
-    const page = await this.members.list(scope, { ...q, parentId: batchId, tag: status, after: cursor(q.after), before: cursor(q.before) });
-    const records: StoredRecord<VsFileRecord>[] = [];
-    for (const m of page.records) {
-      const f = await this.files.get(scope, vsFileId(storeId, m.data.fileId));
-      if (f) records.push(f);
-    }
-    return { records, hasMore: page.hasMore };
-  }
-
   // ---- search ----
 
-  async search(scope: Scope, storeId: string, p: SearchParams): Promise<{ queries: string[]; hits: Array<Omit<SearchHit, "attributes"> & { filename: string; attributes: Attributes | null }> }> {
-    const store = await this.getUsable(scope, storeId);
-    const queries = p.rewrite ? p.queries.map((q) => rewriteQuery(q) || q) : p.queries;
-    // Dense retrieval needs the query embedded by the store's own embedder.
-    const setup = this.dense();
-    let vectors: Float32Array[] | undefined;
-    if (store.data.embedder && setup) {
-      if (!sameEmbedder(store.data.embedder, setup.embedder))
-        throw new ApiError(
-          400,
-          `Vector store ${storeId} was indexed with ${describeEmbedder(store.data.embedder)}; this server embeds with ${describeEmbedder(setup.embedder)}, ` +
-            `whose vectors are not comparable. Re-index the store (detach and attach its files again) or search with a server configured like the one that indexed it.`,
-          { param: "vector_store_id", code: "embedder_mismatch" },
-        );
-      vectors = await embedTexts(setup, queries);
-    }
-    // `none` skips the fusion re-ranking: the dense ranking alone (BM25 alone without vectors).
-    const mode = vectors ? (p.ranker === "none" ? "dense" : "hybrid") : "lexical";
-    const hits = await this.index.search(storeId, {
-      text: queries,
-      vector: vectors,
-      limit: p.maxResults,
-      filter: p.filter,
-      scoreThreshold: p.scoreThreshold,
-      mode,
-    });
-    // Name and attributes as the file's record has them (null attributes stay null).
-    const files = new Map<string, VsFileRecord | undefined>();
-    for (const h of hits) if (!files.has(h.fileId)) files.set(h.fileId, (await this.files.get(scope, vsFileId(storeId, h.fileId)))?.data);
-    await this.touch(scope, storeId);
-    return {
-      queries,
-      hits: hits.map((h) => {
-        const f = files.get(h.fileId);
-        return { ...h, filename: f?.filename ?? "", attributes: f ? f.attributes : h.attributes };
-      }),
-    };
+  search(scope: Scope, storeId: string, p: SearchParams): Promise<{ queries: string[]; hits: StoreHit[] }> {
+    return searchStore({ vectorStores: this, index: this.index, dense: this.dense }, scope, storeId, p);
   }
 
   // ---- what the ingestion job asks ----
@@ -608,16 +462,6 @@ export class VectorStores {
   }
 
   // ---- helpers ----
-
-  /** Counts by status of a store's files (parent: store) or a batch's members (parent: batch). */
-  private async counts(scope: Scope, c: { count(scope: Scope, q: { parentId: string; tag: string }): Promise<number> }, parentId: string): Promise<FileCounts> {
-    const out: FileCounts = { in_progress: 0, completed: 0, failed: 0, cancelled: 0, total: 0 };
-    for (const status of FILE_STATUSES) {
-      out[status] = await c.count(scope, { parentId, tag: status });
-      out.total += out[status];
-    }
-    return out;
-  }
 
   private del(kind: string, scope: Scope, id: string): WriteOp {
     return { op: "delete", kind, scope, id };
