@@ -12,10 +12,9 @@ import { checkMetadata } from "../../common/metadata.js";
 import type { JobRunner } from "../../jobs/runner.js";
 import { VersionConflict, type Scope, type StoredRecord, type WriteOp } from "../../storage/types.js";
 import type { Grader } from "../../engines/graders/index.js";
-import { builtinModel } from "../models/catalog.js";
-import { FINE_TUNED_MODEL_KIND } from "../models/handler.js";
+import { builtinModel, fineTunedModels, modelNotFound } from "../models/index.js";
 import type { ServiceDeps } from "../deps.js";
-import { FILE_KIND, type FileRecord } from "../files/files.js";
+import { filesApi, type FileView } from "../files/index.js";
 import type { Method } from "./training-data.js";
 
 export const JOB_KIND = "ft_job";
@@ -228,14 +227,13 @@ export class FineTuningJobs {
     return r;
   }
 
-  private async trainingFile(scope: Scope, id: string | undefined, param: string): Promise<FileRecord> {
+  private async trainingFile(scope: Scope, id: string | undefined, param: string): Promise<FileView> {
     if (!id) throw missingParam(param);
-    const f = await this.deps.records.collection<FileRecord>(FILE_KIND).get(scope, id);
-    if (!f) throw notFound("File object", id, param);
-    if (f.data.purpose !== "fine-tune")
-      throw invalidParam(param, `Invalid '${param}': file ${id} has purpose '${f.data.purpose}'; fine-tuning files must be uploaded with purpose 'fine-tune'.`, "invalid_file_purpose");
-    if (!f.data.filename.toLowerCase().endsWith(".jsonl")) throw invalidParam(param, `Invalid '${param}': file ${id} is not JSONL.`, "invalid_file_format");
-    return f.data;
+    const f = await filesApi(this.deps).get(scope, id, param);
+    if (f.purpose !== "fine-tune")
+      throw invalidParam(param, `Invalid '${param}': file ${id} has purpose '${f.purpose}'; fine-tuning files must be uploaded with purpose 'fine-tune'.`, "invalid_file_purpose");
+    if (!f.filename.toLowerCase().endsWith(".jsonl")) throw invalidParam(param, `Invalid '${param}': file ${id} is not JSONL.`, "invalid_file_format");
+    return f;
   }
 
   async create(scope: Scope, organizationId: string, input: CreateJobInput): Promise<FineTuningJobRecord> {
@@ -245,13 +243,12 @@ export class FineTuningJobs {
       throw invalidParam("method.type", `Invalid value for 'method.type': '${input.method?.type}'. Supported values are: 'supervised', 'dpo', 'reinforcement'.`);
     const base = baseOf(input.model);
     if (input.model.startsWith("ft:")) {
-      if (!(await this.deps.records.collection(FINE_TUNED_MODEL_KIND).get(scope, input.model)))
-        throw new ApiError(404, `The model '${input.model}' does not exist or you do not have access to it.`, { param: "model", code: "model_not_found" });
+      if (!(await fineTunedModels(this.deps).has(scope, input.model))) throw modelNotFound(input.model);
     }
     const methods = FINE_TUNABLE[base];
     if (!methods) {
       if (!builtinModel(base) && !input.model.startsWith("ft:"))
-        throw new ApiError(404, `The model '${input.model}' does not exist or you do not have access to it.`, { param: "model", code: "model_not_found" });
+        throw modelNotFound(input.model);
       throw invalidParam("model", `Model '${input.model}' is not available for fine-tuning. Fine-tunable models: ${Object.keys(FINE_TUNABLE).join(", ")}.`, "model_not_available");
     }
     if (!methods.includes(methodType))

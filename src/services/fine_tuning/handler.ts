@@ -22,7 +22,7 @@ import {
 } from "./fine-tuning.js";
 import type { CheckpointPermissions, PermissionRecord } from "./permissions.js";
 import { MAX_EXAMPLE_TOKENS, MAX_EXAMPLES, MIN_EXAMPLES } from "./training-data.js";
-import { MAX_FILE_BYTES } from "../files/files.js";
+import { MAX_FILE_BYTES } from "../files/index.js";
 
 const hyperMessage = (h: Hyperparameters) => ({
   batchSize: valueOf(h.batch_size),

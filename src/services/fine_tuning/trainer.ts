@@ -17,8 +17,8 @@ import { runGrader, type GraderEngineDeps } from "../../engines/graders/index.js
 import { PermanentJobError, type JobContext } from "../../jobs/runner.js";
 import { VersionConflict, type Scope, type StoredRecord, type WriteOp } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
-import { FILE_KIND, type FileRecord } from "../files/files.js";
-import { FINE_TUNED_MODEL_KIND, type FineTunedModelRecord } from "../models/handler.js";
+import { filesApi, MAX_FILE_BYTES } from "../files/index.js";
+import { fineTunedModels } from "../models/index.js";
 import {
   CHECKPOINT_KIND,
   checkpointName,
@@ -32,7 +32,7 @@ import {
   type FineTuningJobRecord,
 } from "./fine-tuning.js";
 import { CHECKPOINT_REF_KIND, orgScope, type CheckpointRef } from "./permissions.js";
-import { BadTrainingFile, MIN_EXAMPLES, readExamples, type Example } from "./training-data.js";
+import { BadTrainingFile, MIN_EXAMPLES, parseExamples, type Example } from "./training-data.js";
 
 export interface TrainerOptions {
   /** Wall-clock time of one emulated training step. */
@@ -84,11 +84,13 @@ async function waitForJob(deps: ServiceDeps, scope: Scope, p: TrainPayload, sign
 
 export function createTrainer(deps: ServiceDeps, opts: TrainerOptions) {
   const jobs = () => deps.records.collection<FineTuningJobRecord>(JOB_KIND);
+  const files = filesApi(deps);
+  const models = fineTunedModels(deps);
 
   async function examplesOf(scope: Scope, job: FineTuningJobRecord, fileId: string, label: string): Promise<Example[]> {
-    const f = await deps.records.collection<FileRecord>(FILE_KIND).get(scope, fileId);
+    const f = await files.find(scope, fileId);
     if (!f) throw new BadTrainingFile("file_not_found", `${label} ${fileId} no longer exists.`);
-    return readExamples(deps.blobs, f.id, job.method, job.model, label);
+    return parseExamples(await files.readAll(scope, f, { maxBytes: MAX_FILE_BYTES }), job.method, job.model, label);
   }
 
   /** The run's end as a failed job (error in the record, an error event), with compare-and-set. */
@@ -173,10 +175,10 @@ export function createTrainer(deps: ServiceDeps, opts: TrainerOptions) {
       const m = stepMetrics(job, s, total);
       rows.push([s, m.train_loss, m.train_mean_token_accuracy, m.valid_loss ?? "", m.valid_mean_token_accuracy ?? ""].join(","));
     }
-    const id = newId("file-");
-    const { bytes } = await deps.blobs.put(id, Readable.from([Buffer.from(rows.join("\n") + "\n")]));
-    const rec: FileRecord = { id, bytes, createdAt: now, filename: "step_metrics.csv", purpose: "fine-tune-results", mimeType: "text/csv", expiresAt: null };
-    return { id, ops: [{ op: "insert", kind: FILE_KIND, scope, record: { id, createdAt: now, tag: rec.purpose, data: rec } }] };
+    const id = files.newId();
+    const bytes = await files.writeContent(id, Readable.from([Buffer.from(rows.join("\n") + "\n")]));
+    const { ops } = files.prepare(scope, id, bytes, { filename: "step_metrics.csv", purpose: "fine-tune-results", mimeType: "text/csv", createdAt: now, expiresAt: null });
+    return { id, ops };
   }
 
   async function finish(ctx: JobContext<TrainPayload>, cur: StoredRecord<FineTuningJobRecord>) {
@@ -184,17 +186,16 @@ export function createTrainer(deps: ServiceDeps, opts: TrainerOptions) {
     const now = deps.clock.now();
     const name = fineTunedModelName(cur.data);
     const result = await resultFile(scope, cur.data, now);
-    const model: FineTunedModelRecord = { id: name, created: now, ownedBy: cur.data.organizationId };
     try {
       await ctx.complete({ fineTunedModel: name }, [
         jobUpdateOp(scope, cur, { ...cur.data, status: "succeeded", fineTunedModel: name, finishedAt: now, estimatedFinish: null, resultFiles: [result.id] }),
         ...result.ops,
-        { op: "insert", kind: FINE_TUNED_MODEL_KIND, scope, record: { id: name, createdAt: now, data: model } },
+        models.createOp(scope, { id: name, created: now, ownedBy: cur.data.organizationId }),
         eventOp(scope, cur.id, now, `New fine-tuned model created: ${name}`),
         eventOp(scope, cur.id, now, "The job has successfully completed"),
       ]);
     } catch (e) {
-      await deps.blobs.delete(result.id);
+      await files.discardContent(result.id);
       throw e;
     }
   }

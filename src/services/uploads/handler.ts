@@ -5,7 +5,7 @@ import { UploadsService, type AddUploadPartRequest, type UploadSchema } from "..
 import { scopeOf } from "../../auth/principal.js";
 import { missingParam } from "../../common/errors.js";
 import type { ServiceDeps } from "../deps.js";
-import { fileMessage } from "../files/handler.js";
+import { fileMessage } from "../files/index.js";
 import { Uploads, type UploadRecord } from "./uploads.js";
 
 export function uploadMessage(u: UploadRecord): MessageInitShape<typeof UploadSchema> {
