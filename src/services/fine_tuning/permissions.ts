@@ -9,27 +9,11 @@ import { newId } from "../../common/ids.js";
 import { DuplicateRecord, type ListQuery, type Scope, type WriteOp } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { fineTunedModels } from "../models/index.js";
+import { CHECKPOINT_REF_KIND, GRANT_KIND, PERMISSION_KIND, type CheckpointRef, type PermissionRecord } from "./records.js";
 
-export const CHECKPOINT_REF_KIND = "ft_checkpoint_ref";
-export const PERMISSION_KIND = "ft_checkpoint_permission";
-const GRANT_KIND = "ft_checkpoint_grant";
 
 /** The organization-wide scope the checkpoint index and permissions live in. */
 export const orgScope = (organizationId: string): Scope => ({ projectId: `~org/${organizationId}` });
-
-export interface CheckpointRef {
-  checkpoint: string;
-  projectId: string;
-  jobId: string;
-  createdAt: number;
-}
-
-export interface PermissionRecord {
-  id: string;
-  createdAt: number;
-  projectId: string;
-  checkpoint: string;
-}
 
 const grantId = (checkpoint: string, projectId: string) => `${checkpoint}|${projectId}`;
 
