@@ -33,8 +33,8 @@ import {
 import type { SecretBox } from "./secrets.js";
 import { checkSkills, type SkillSpec } from "./skills.js";
 
-export const EXPIRY_TIMER = "container-expiry";
-export const PURGE_TIMER = "container-purge";
+export const EXPIRY_TIMER = "containers.expire";
+export const PURGE_TIMER = "containers.purge";
 
 export const MEMORY_LIMITS = ["1g", "4g", "16g", "64g"] as const;
 export const DEFAULT_MINUTES = 20;

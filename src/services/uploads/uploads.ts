@@ -7,49 +7,13 @@ import { BlobTooLarge, VersionConflict } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { newId } from "../../common/ids.js";
 import { setTimer } from "../../jobs/expiry.js";
+import { PART_KIND, UPLOAD_KIND, type PartRecord, type UploadedFile, type UploadRecord } from "./records.js";
 import { checkContentRules, checkExpiresAfter, checkPurpose, expiryFor, filesApi, type ExpiresAfterInput, type FilesApi } from "../files/index.js";
 
-export const UPLOAD_KIND = "upload";
-export const PART_KIND = "upload_part";
-export const UPLOAD_TIMER = "upload-expiry";
+export const UPLOAD_TIMER = "uploads.expire";
 export const MAX_UPLOAD_BYTES = 8 * 1024 ** 3;
 export const MAX_PART_BYTES = 64 * 1024 * 1024;
 export const UPLOAD_TTL = 3600;
-
-export type UploadStatus = "pending" | "completed" | "cancelled" | "expired";
-
-export interface UploadRecord {
-  id: string;
-  bytes: number;
-  createdAt: number;
-  expiresAt: number;
-  filename: string;
-  purpose: string;
-  mimeType: string;
-  status: UploadStatus;
-  /** Lifetime of the file this upload completes into (expires_after), if given. */
-  fileTtl: number | null;
-  /** Snapshot of the File created on completion. */
-  file: UploadedFile | null;
-}
-
-/** The File an upload completed into, as it was created. */
-export interface UploadedFile {
-  id: string;
-  bytes: number;
-  createdAt: number;
-  filename: string;
-  purpose: string;
-  mimeType: string;
-  expiresAt: number | null;
-}
-
-export interface PartRecord {
-  id: string;
-  uploadId: string;
-  createdAt: number;
-  bytes: number;
-}
 
 const JSONL_TYPES = ["application/jsonl", "application/x-ndjson", "application/json", "application/jsonlines", "text/jsonl"];
 const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
