@@ -118,6 +118,15 @@ export class FilesApi {
     }
   }
 
+  /**
+   * Writes the content of File `id` (not yet recorded) as the concatenation of existing blobs, in
+   * order (an upload's parts); returns its size and hex MD5.
+   */
+  async concatContent(id: string, blobKeys: string[]): Promise<{ bytes: number; md5: string | undefined }> {
+    const info = await this.deps.blobs.concat(id, blobKeys);
+    return { bytes: info.bytes, md5: info.md5 };
+  }
+
   /** Removes content written for a File that is not going to be recorded. */
   async discardContent(id: string): Promise<void> {
     await this.deps.blobs.delete(id);

@@ -1,11 +1,11 @@
-// Files: the domain rules (purposes, limits, expiry) and storage, shared by the Files service and
-// by Uploads, which complete into a File. Record metadata and bytes are kept apart: the record in
-// the RecordStore, the content in the BlobStore under the file's id.
-import { ApiError, invalidParam, missingParam, notFound } from "../../common/errors.js";
-import type { Scope, StoredRecord } from "../../storage/types.js";
+// Files: the domain rules (purposes, limits, expiry), shared by the Files service and by Uploads,
+// which complete into a File. Record metadata and bytes are kept apart: the record in the
+// RecordStore, the content in the BlobStore under the file's id (api.ts).
+import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
+import type { Scope } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { newId } from "../../common/ids.js";
-import { FILE_KIND, FILE_SHARE_KIND, type FileRecord } from "./records.js";
+import { FILE_KIND, FILE_SHARE_KIND } from "./records.js";
 
 export { FILE_KIND, FILE_SHARE_KIND, type FileRecord } from "./records.js";
 export const MAX_FILE_BYTES = 512 * 1024 * 1024;
@@ -97,34 +97,4 @@ export async function releaseFileBytes(deps: Pick<ServiceDeps, "records" | "blob
   if (await deps.records.collection(FILE_KIND).get(scope, fileId)) return;
   if ((await deps.records.collection(FILE_SHARE_KIND).count(scope, { parentId: fileId })) > 0) return;
   await deps.blobs.delete(fileId);
-}
-
-export class Files {
-  constructor(private readonly deps: ServiceDeps) {}
-
-  get collection() {
-    return this.deps.records.collection<FileRecord>(FILE_KIND);
-  }
-
-  async get(scope: Scope, id: string, param = "file_id"): Promise<StoredRecord<FileRecord>> {
-    const r = await this.collection.get(scope, id);
-    if (!r) throw notFound("File object", id, param);
-    return r;
-  }
-
-  /** Records a file whose bytes are already stored under blob key `rec.id`. */
-  async insert(scope: Scope, rec: FileRecord): Promise<void> {
-    try {
-      await this.collection.insert(scope, { id: rec.id, createdAt: rec.createdAt, expiresAt: rec.expiresAt, tag: rec.purpose, data: rec });
-    } catch (e) {
-      await this.deps.blobs.delete(rec.id);
-      throw e;
-    }
-  }
-
-  async delete(scope: Scope, id: string): Promise<void> {
-    if (!(await this.collection.delete(scope, id))) await this.get(scope, id);
-    await this.deps.events.fileDeleted(scope, id);
-    await releaseFileBytes(this.deps, scope, id);
-  }
 }
