@@ -10,6 +10,7 @@ import type { TimerData } from "../../jobs/index.js";
 import { denseEnabledFromEnv, denseSource } from "./embedder.js";
 import { FileBatches } from "./file-batches.js";
 import { createVectorStoresService } from "./handler.js";
+import { KIND_NAMES_MIGRATION } from "./records.js";
 import { filesApi } from "../files/index.js";
 import { ingestJob, settleAbandoned, type IngestJobDeps } from "./jobs.js";
 import { EXPIRY_TIMER_KIND, VECTOR_STORES_INGEST_JOB, VectorStores, type IngestPayload } from "./vector-stores.js";
@@ -17,7 +18,7 @@ import { EXPIRY_TIMER_KIND, VECTOR_STORES_INGEST_JOB, VectorStores, type IngestP
 export const vectorStoresArea: ApiArea = {
   name: "vector_stores",
   // The search index's tables live in the record store's SQLite file.
-  migrations: [SEARCH_MIGRATION],
+  migrations: [SEARCH_MIGRATION, KIND_NAMES_MIGRATION],
   setup: ({ deps, providers, jobs, limits }) => {
     const index = new SqliteSearchIndex((deps.records as SqliteRecordStore).db);
     const ingester = new Ingester(); // its worker starts with the first file

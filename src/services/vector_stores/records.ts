@@ -19,6 +19,19 @@ export const FILE_BATCH_MEMBER_KIND = "vector_store.file_batch.file";
 /** The durable expiry timer of a store: timerKind(VECTOR_STORES_EXPIRE_TIMER), one per (store, due time). */
 export const VECTOR_STORES_EXPIRE_TIMER = "vector_stores.expire";
 
+/**
+ * Renames queued or running ingestion jobs and pending expiry timers of a data directory written
+ * with the kinds `vector_store.ingest` and `timer:vector_store_expiry` to the <area>.<verb> names,
+ * so their work is still picked up (a job or timer of an unregistered kind never runs).
+ */
+export const KIND_NAMES_MIGRATION = {
+  id: "vector_stores/0001_kind_names",
+  sql: `
+    UPDATE jobs SET kind = 'vector_stores.ingest' WHERE kind = 'vector_store.ingest';
+    UPDATE records SET kind = 'timer:vector_stores.expire' WHERE kind = 'timer:vector_store_expiry';
+  `,
+};
+
 export type FileStatus = "in_progress" | "completed" | "failed" | "cancelled";
 export const FILE_STATUSES: readonly FileStatus[] = ["in_progress", "completed", "failed", "cancelled"];
 
