@@ -3,12 +3,12 @@
 // of the first slice also run there, ahead of the verdict (validation and the first slice in one
 // pass, worker.ts says how).
 import { TurnTaker } from "../../common/yield.js";
+import type { StoredRecord } from "../../storage/types.js";
 import { THREAD_ENDPOINTS } from "./endpoints.js";
 import { checkChunk, chunkSize, InputCheck, requestChunks, type ChunkCheck, type LineError, type RequestChunk } from "./input.js";
 import { BATCH_KIND, type BatchRecord } from "./records.js";
 import type { RunResult } from "./run.js";
 import { CHUNK_REQUESTS, commit, openInput, type RunContext, type Runner, type RunState } from "./run-state.js";
-import type { StoredRecord } from "../../storage/types.js";
 import type { CheckRun } from "./worker.js";
 
 /** An input file up to this size is read once: validation keeps its chunks for the run. */

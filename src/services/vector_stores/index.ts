@@ -5,19 +5,20 @@ import { VectorStoresService } from "../../../gen/atrium/v1/vector_stores_pb.js"
 import { Ingester } from "../../engines/ingest/index.js";
 import { SEARCH_MIGRATION, SqliteSearchIndex } from "../../engines/search/index.js";
 import type { SqliteRecordStore } from "../../storage/sqlite-records.js";
-import type { ApiArea } from "../area.js";
 import type { TimerData } from "../../jobs/index.js";
+import type { ApiArea } from "../area.js";
+import { filesApi } from "../files/index.js";
 import { denseEnabledFromEnv, denseSource } from "./embedder.js";
 import { FileBatches } from "./file-batches.js";
 import { createVectorStoresService } from "./handler.js";
-import { KIND_NAMES_MIGRATION } from "./records.js";
-import { filesApi } from "../files/index.js";
 import { ingestJob, settleAbandoned, type IngestJobDeps } from "./jobs.js";
+import { KIND_NAMES_MIGRATION } from "./records.js";
 import { EXPIRY_TIMER_KIND, VECTOR_STORES_INGEST_JOB, VectorStores, type IngestPayload } from "./vector-stores.js";
 
 export const vectorStoresArea: ApiArea = {
   name: "vector_stores",
-  // The search index's tables live in the record store's SQLite file.
+  // The search index's tables live in the record store's SQLite file; KIND_NAMES_MIGRATION keeps
+  // queued work of a data directory that used the earlier job and timer kinds.
   migrations: [SEARCH_MIGRATION, KIND_NAMES_MIGRATION],
   setup: ({ deps, providers, jobs, limits }) => {
     const index = new SqliteSearchIndex((deps.records as SqliteRecordStore).db);

@@ -1,6 +1,7 @@
 // Vector stores: the domain rules (spec 2.3-2.5, 3, 4.3, 4.4) over the record store, the search
-// index and the job runner. The service (handler.ts) maps messages onto this; the ingestion job
-// (jobs.ts) calls back into it to read and settle the files it processes.
+// index and the job runner. The service (handler.ts) maps messages onto this; file batches
+// (file-batches.ts) and search (search.ts) build on it, and the ingestion job (jobs.ts) calls
+// back into it to read and settle the files it processes.
 //
 // States (spec 3 leaves most moves unstated; these are the choices):
 //   store:  completed ⇄ in_progress (while any of its files is)  ──expires_at passes──> expired (final)
