@@ -23,7 +23,7 @@ import { principalKey, type Principal } from "../src/auth/principal.js";
 import { configFromEnv } from "../src/config.js";
 import { warmUpTokenizer } from "../src/engines/tokenizer/index.js";
 import { startServer } from "../src/server.js";
-import { BATCH_KIND, type BatchRecord } from "../src/services/batches/batches.js";
+import { BATCH_KIND, type BatchRecord } from "../src/services/batches/records.js";
 import { areaConfigSections } from "../src/services/index.js";
 import { createResponsesService } from "../src/services/responses/handler.js";
 

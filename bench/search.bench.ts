@@ -25,7 +25,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { openSqliteRecordStore } from "../src/storage/sqlite-records.js";
-import { SqliteSearchIndex, type ChunkInput, type Filter, type SearchMode } from "../src/engines/search/index.js";
+import { SEARCH_MIGRATION, SqliteSearchIndex, type ChunkInput, type Filter, type SearchMode } from "../src/engines/search/index.js";
 import { arg } from "./harness.js";
 
 const SIZES = arg("sizes", "10000,100000").split(",").map(Number);
@@ -170,7 +170,7 @@ async function benchSize(n: number): Promise<void> {
   const qs = queries(c, QUERIES + 10, false);
   const qsCommon = queries(c, QUERIES + 10, true);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "atrium-search-bench-"));
-  const store = openSqliteRecordStore(path.join(dir, "bench.db"));
+  const store = openSqliteRecordStore(path.join(dir, "bench.db"), { migrations: [SEARCH_MIGRATION] });
   // The default threshold (20,000) where the size allows; below it, forced under the size.
   const annThreshold = n > 40_000 ? 20_000 : Math.floor(n / 10);
   try {

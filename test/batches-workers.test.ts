@@ -15,8 +15,8 @@ import { storageLookups, responsesServiceWith } from "../src/services/responses/
 import { countInputTokensCall } from "../src/services/batches/endpoints.js";
 import { checkChunk, CHUNK_MAX_BYTES, chunkSize, InputCheck, MAX_LISTED_ERRORS, MAX_REQUESTS, requestChunks, requestTexts, subChunk, type RequestChunk } from "../src/services/batches/input.js";
 import { runRequests } from "../src/services/batches/run.js";
-import { BatchWorkers } from "../src/services/batches/workers.js";
-import { createBatchRunner } from "../src/services/batches/jobs.js";
+import { BatchWorkers } from "../src/services/batches/pool.js";
+import { runJob } from "../src/services/batches/jobs.js";
 import type { BlobStore } from "../src/storage/types.js";
 import { startTestServer, tempDir, testConfig, type TestServer } from "./helpers/server.js";
 import { api, sdk, toFile } from "./helpers/rest.js";
@@ -36,7 +36,7 @@ function piecesOf(text: string | Buffer, piece: number): BlobStore {
 
 async function chunksOf(blobs: BlobStore, size: number): Promise<RequestChunk[]> {
   const out: RequestChunk[] = [];
-  for await (const c of requestChunks(blobs, "k", size)) out.push(c);
+  for await (const c of requestChunks(blobs.get("k"), size)) out.push(c);
   return out;
 }
 
@@ -321,9 +321,10 @@ describe("a batch job whose signal fires while its chunks are on the workers", (
     };
     const rec = { id: "batch_1", version: 1, data: { id: "batch_1", status: "validating", inputFileId: "f", endpoint: E, principal: { projectId: "p" }, inProgressAt: null } };
     const deps = { records: { collection: () => ({ get: async () => rec }) }, blobs, clock: { now: () => 0 } } as never;
+    const files = { find: async () => ({ bytes: bytes.length }), open: async () => blobs.get() };
     const workers = new BatchWorkers(deps, 2, {});
     try {
-      const run = createBatchRunner(deps, { concurrency: 8, sliceLines: 10_000, sliceMs: 1000, sliceBytes: 8 << 20, sliceIntervalMs: 0, calls: {}, workers });
+      const run = runJob({ storage: { ...(deps as object), files } as never, settings: { concurrency: 8, sliceLines: 10_000, sliceMs: 1000, sliceBytes: 8 << 20, sliceIntervalMs: 0, calls: {}, workers } }).handler;
       const stop = new AbortController();
       const ctx = { job: { scope: { projectId: "p" }, payload: { batchId: "batch_1" }, checkpoint: null }, signal: stop.signal, checkpoint: async () => {}, complete: async () => {} } as never;
       setTimeout(() => stop.abort(new Error("shutting down")), 30);

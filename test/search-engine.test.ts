@@ -15,6 +15,7 @@ import {
   FilterError,
   matchesFilter,
   rewriteQuery,
+  SEARCH_MIGRATION,
   SqliteSearchIndex,
   validateFilter,
   type Attributes,
@@ -155,7 +156,7 @@ let dbCount = 0;
 
 function openStore(): { store: SqliteRecordStore; file: string } {
   const file = path.join(tmpRoot, `db-${++dbCount}.sqlite`);
-  return { store: openSqliteRecordStore(file), file };
+  return { store: openSqliteRecordStore(file, { migrations: [SEARCH_MIGRATION] }), file };
 }
 
 const MODES: SearchMode[] = ["lexical", "dense", "hybrid"];

@@ -72,7 +72,7 @@ describe("ingestion across a crash", () => {
     for (;;) {
       const b = await c1.vectorStores.fileBatches.retrieve(batch.id, { vector_store_id: store.id });
       const partial = query<{ n: number }>(
-        `SELECT COUNT(*) AS n FROM jobs WHERE kind = 'vector_store.ingest' AND state = 'running' AND json_extract(checkpoint, '$.indexed') > 0`,
+        `SELECT COUNT(*) AS n FROM jobs WHERE kind = 'vector_stores.ingest' AND state = 'running' AND json_extract(checkpoint, '$.indexed') > 0`,
       )[0]!.n;
       if (b.file_counts.completed >= 1 && partial >= 1) break;
       expect(b.file_counts.in_progress, "the batch finished before the crash could be staged").toBeGreaterThan(0);
@@ -84,7 +84,7 @@ describe("ingestion across a crash", () => {
 
     // What the dead server had checkpointed, and the index rows those chunks live in.
     const resumed = query<{ payload: string; indexed: number }>(
-      `SELECT payload, json_extract(checkpoint, '$.indexed') AS indexed FROM jobs WHERE kind = 'vector_store.ingest' AND state = 'running' AND checkpoint IS NOT NULL`,
+      `SELECT payload, json_extract(checkpoint, '$.indexed') AS indexed FROM jobs WHERE kind = 'vector_stores.ingest' AND state = 'running' AND checkpoint IS NOT NULL`,
     ).map((r) => ({ fileId: (JSON.parse(r.payload) as { fileId: string }).fileId, indexed: r.indexed }));
     expect(resumed.length).toBeGreaterThan(0);
     const rowsBefore = new Map(query<{ id: number; chunk_id: string }>(`SELECT id, chunk_id FROM search_chunks WHERE store_id = ?`, store.id).map((r) => [r.chunk_id, r.id]));

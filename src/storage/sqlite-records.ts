@@ -9,12 +9,14 @@ import {
   type Collection,
   type ListPage,
   type ListQuery,
+  type Mutation,
   type NewRecord,
   type RecordStore,
   type Scope,
   type StoredRecord,
   type WriteOp,
 } from "./types.js";
+import { mutateRecord } from "./mutate.js";
 
 export { CursorNotFound, DuplicateRecord, VersionConflict } from "./types.js";
 
@@ -481,6 +483,15 @@ class SqliteCollection<T> implements Collection<T> {
 
   async count(scope: Scope, query?: { parentId?: string; tag?: string }): Promise<number> {
     return this.store.countSync(this.kind, scope, query);
+  }
+
+  mutate<R>(
+    scope: Scope,
+    id: string,
+    change: (cur: StoredRecord<T> | undefined, attempt: number) => Mutation<T, R> | Promise<Mutation<T, R>>,
+    opts?: { commit?: (ops: WriteOp[]) => Promise<void> },
+  ): Promise<R> {
+    return mutateRecord(this, (ops) => this.store.atomically(ops), scope, id, change, opts);
   }
 }
 

@@ -90,6 +90,23 @@ export class CursorNotFound extends Error {
   }
 }
 
+/**
+ * What a `Collection.mutate` change decides: replace the record's data (optionally its expiry and
+ * tag), delete it, or write nothing. `also` ops go into the same atomic write; `result` is what
+ * mutate() returns once the write has applied.
+ */
+export type Mutation<T, R> =
+  | { write: "update"; data: T; tag?: string | null; expiresAt?: number | null; also?: WriteOp[]; result: R }
+  | { write: "delete"; also?: WriteOp[]; result: R }
+  | { write: "none"; result: R };
+
+/**
+ * How many times `Collection.mutate` reads and decides before it gives up and throws the last
+ * VersionConflict. Each retry means another writer committed in between, so reaching it means a
+ * record under sustained contention, not a slow one.
+ */
+export const MUTATE_ATTEMPTS = 20;
+
 export interface Collection<T> {
   readonly kind: string;
   insert(scope: Scope, record: NewRecord<T>): Promise<StoredRecord<T>>;
@@ -112,6 +129,21 @@ export interface Collection<T> {
    */
   delete(scope: Scope, id: string, opts?: { expectVersion?: number }): Promise<boolean>;
   list(scope: Scope, query: ListQuery): Promise<ListPage<T>>;
+  /**
+   * Read → decide → conditional write, retried from the read on any VersionConflict, at most
+   * MUTATE_ATTEMPTS times (then the last VersionConflict is thrown). `change` sees the current
+   * record (undefined when absent or expired) and says what to write; throwing from it (an
+   * ApiError, say) aborts with nothing written. The update/delete is conditional on the version
+   * read; `also` ops go in the same atomic write. `commit`, when given, performs that atomic write
+   * instead of the store (e.g. a job's `ctx.checkpoint(state, ops)` or `ctx.complete(result, ops)`),
+   * so the write shares a transaction with the job's own state.
+   */
+  mutate<R>(
+    scope: Scope,
+    id: string,
+    change: (cur: StoredRecord<T> | undefined, attempt: number) => Mutation<T, R> | Promise<Mutation<T, R>>,
+    opts?: { commit?: (ops: WriteOp[]) => Promise<void> },
+  ): Promise<R>;
   count(scope: Scope, query?: { parentId?: string; tag?: string }): Promise<number>;
 }
 

@@ -47,8 +47,11 @@ export type Filter = ComparisonFilter | CompoundFilter;
  */
 export type SearchMode = "hybrid" | "lexical" | "dense";
 
+/** Most query texts one search takes (the API's `query` array has the same cap). */
+export const MAX_QUERIES = 20;
+
 export interface SearchQuery {
-  /** One or more queries; hits of all of them are merged. */
+  /** One to MAX_QUERIES queries; hits of all of them are merged. */
   text: string[];
   /** One embedding per entry of `text` (same order), for the dense retriever. */
   vector?: Float32Array[];

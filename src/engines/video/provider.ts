@@ -8,7 +8,7 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { imageSize } from "image-size";
+import { inspectImage } from "../media/image.js";
 import { newId } from "../../common/ids.js";
 import type { CallOptions, VideoProvider, VideoRender, VideoRenderRequest, VideoVariant } from "../../providers/types.js";
 import { renderVideo, type RenderedFiles, type RenderSpec } from "./render.js";
@@ -78,7 +78,8 @@ export class LocalVideoProvider implements VideoProvider {
       if (req.input_reference) {
         const bytes = dataUrlBytes(req.input_reference.image_url);
         // ffmpeg picks the image decoder by extension (png, jpg, webp).
-        inputs.image = `reference.${imageSize(bytes).type}`;
+        const { format } = inspectImage(bytes);
+        inputs.image = `reference.${format === "jpeg" ? "jpg" : format}`;
         await writeFile(join(dir, inputs.image), bytes);
       }
       if (req.source) {

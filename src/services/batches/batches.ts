@@ -1,5 +1,5 @@
 // Batches (spec 2.13, 4.10): creation rules, the batch record, list, retrieve, cancel. The work
-// is jobs.ts, a durable job on the runner.
+// is jobs.ts, a durable job on the runner; the record is records.ts.
 //
 // States: validating → in_progress → finalizing → completed; validating → failed (a bad input
 // file); validating | in_progress → cancelling → cancelled; in_progress → expired past
@@ -9,47 +9,14 @@ import { newId } from "../../common/ids.js";
 import { checkMetadata } from "../../common/metadata.js";
 import type { Principal } from "../../auth/principal.js";
 import type { JobRunner } from "../../jobs/runner.js";
-import { VersionConflict, type Scope, type StoredRecord } from "../../storage/types.js";
+import type { Scope, StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
-import { FILE_KIND, MAX_BATCH_FILE_BYTES, MAX_EXPIRY_SECONDS, MIN_EXPIRY_SECONDS, type FileRecord } from "../files/files.js";
-import { SUPPORTED_ENDPOINTS, zeroUsage, type Endpoint, type Usage } from "./endpoints.js";
-import type { LineError } from "./input.js";
+import { MAX_BATCH_FILE_BYTES, MAX_EXPIRY_SECONDS, MIN_EXPIRY_SECONDS, type FilesApi } from "../files/index.js";
+import { SUPPORTED_ENDPOINTS, zeroUsage, type Endpoint } from "./endpoints.js";
+import { BATCH_KIND, type BatchRecord } from "./records.js";
+import { BATCHES_RUN_JOB, runJobId } from "./jobs.js";
 
-export const BATCH_KIND = "batch";
-export const RUN_JOB_KIND = "batches.run";
 export const COMPLETION_WINDOW_SECONDS = 24 * 3600;
-
-export type BatchStatus = "validating" | "failed" | "in_progress" | "finalizing" | "completed" | "expired" | "cancelling" | "cancelled";
-
-export interface BatchRecord {
-  id: string;
-  createdAt: number;
-  endpoint: Endpoint;
-  inputFileId: string;
-  completionWindow: string;
-  status: BatchStatus;
-  errors: LineError[] | null;
-  outputFileId: string | null;
-  errorFileId: string | null;
-  inProgressAt: number | null;
-  expiresAt: number;
-  finalizingAt: number | null;
-  completedAt: number | null;
-  failedAt: number | null;
-  expiredAt: number | null;
-  cancellingAt: number | null;
-  cancelledAt: number | null;
-  requestCounts: { total: number; completed: number; failed: number };
-  metadata: Record<string, string> | null;
-  model: string | null;
-  usage: Usage;
-  /** Output and error files' lifetime (output_expires_after.seconds), or null. */
-  outputTtl: number | null;
-  /** The creator: requests run as this principal, in its project. */
-  principal: Principal;
-}
-
-export const runJobId = (batchId: string) => `${RUN_JOB_KIND}:${batchId}`;
 
 export interface CreateBatchInput {
   inputFileId?: string;
@@ -62,6 +29,7 @@ export interface CreateBatchInput {
 export class Batches {
   constructor(
     private readonly deps: ServiceDeps,
+    private readonly files: FilesApi,
     private readonly runner: JobRunner,
     /** Why an endpoint cannot run here right now (no provider, no area), or null when it can. */
     private readonly unavailable: (endpoint: Endpoint) => string | null,
@@ -97,13 +65,12 @@ export class Batches {
         throw invalidParam("output_expires_after.seconds", `Invalid value for 'output_expires_after.seconds': expected ${MIN_EXPIRY_SECONDS} to ${MAX_EXPIRY_SECONDS}.`, "integer_out_of_range");
       outputTtl = s;
     }
-    const file = await this.deps.records.collection<FileRecord>(FILE_KIND).get(scope, input.inputFileId);
-    if (!file) throw notFound("File object", input.inputFileId, "input_file_id");
-    if (file.data.purpose !== "batch")
-      throw invalidParam("input_file_id", `Invalid 'input_file_id': file ${file.id} has purpose '${file.data.purpose}'; batch input files must have purpose 'batch'.`, "invalid_file_purpose");
-    if (!file.data.filename.toLowerCase().endsWith(".jsonl")) throw invalidParam("input_file_id", `Invalid 'input_file_id': file ${file.id} is not JSONL.`, "invalid_file_format");
-    if (file.data.bytes > MAX_BATCH_FILE_BYTES)
-      throw invalidParam("input_file_id", `Invalid 'input_file_id': batch input files can be at most ${MAX_BATCH_FILE_BYTES} bytes; this one is ${file.data.bytes}.`, "file_too_large");
+    const file = await this.files.get(scope, input.inputFileId, "input_file_id");
+    if (file.purpose !== "batch")
+      throw invalidParam("input_file_id", `Invalid 'input_file_id': file ${file.id} has purpose '${file.purpose}'; batch input files must have purpose 'batch'.`, "invalid_file_purpose");
+    if (!file.filename.toLowerCase().endsWith(".jsonl")) throw invalidParam("input_file_id", `Invalid 'input_file_id': file ${file.id} is not JSONL.`, "invalid_file_format");
+    if (file.bytes > MAX_BATCH_FILE_BYTES)
+      throw invalidParam("input_file_id", `Invalid 'input_file_id': batch input files can be at most ${MAX_BATCH_FILE_BYTES} bytes; this one is ${file.bytes}.`, "file_too_large");
 
     const now = this.deps.clock.now();
     const rec: BatchRecord = {
@@ -133,7 +100,7 @@ export class Batches {
     };
     // The run first (it waits briefly for the record): a crash in between leaves a run that finds
     // no batch, never a batch no run will pick up.
-    await this.runner.enqueue(scope, RUN_JOB_KIND, { batchId: rec.id }, { id: runJobId(rec.id) });
+    await this.runner.enqueue(scope, BATCHES_RUN_JOB, { batchId: rec.id }, { id: runJobId(rec.id) });
     await this.batches.insert(scope, { id: rec.id, createdAt: now, tag: rec.status, data: rec });
     return rec;
   }
@@ -144,19 +111,13 @@ export class Batches {
 
   /** validating / in_progress → cancelling; the run notices between two slices and ends it cancelled. */
   async cancel(scope: Scope, id: string): Promise<BatchRecord> {
-    for (let attempt = 0; ; attempt++) {
-      const cur = await this.get(scope, id);
-      if (cur.data.status === "cancelling" || cur.data.status === "cancelled") return cur.data;
+    return this.batches.mutate(scope, id, (cur) => {
+      if (!cur) throw notFound("batch", id, "batch_id");
+      if (cur.data.status === "cancelling" || cur.data.status === "cancelled") return { write: "none", result: cur.data };
       if (cur.data.status !== "validating" && cur.data.status !== "in_progress")
         throw new ApiError(400, `Batch ${id} cannot be cancelled: its status is '${cur.data.status}'.`, { param: "batch_id", code: "invalid_batch_state" });
       const next: BatchRecord = { ...cur.data, status: "cancelling", cancellingAt: this.deps.clock.now() };
-      try {
-        await this.batches.update(scope, id, next, { expectVersion: cur.version, tag: next.status });
-        return next;
-      } catch (e) {
-        if (e instanceof VersionConflict && attempt < 20) continue;
-        throw e;
-      }
-    }
+      return { write: "update", data: next, tag: next.status, result: next };
+    });
   }
 }

@@ -6,7 +6,8 @@ import { envelope, listQuery, runList } from "../../common/list.js";
 import type { StoredRecord } from "../../storage/types.js";
 import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
-import type { BatchRecord, Batches } from "./batches.js";
+import type { Batches } from "./batches.js";
+import type { BatchRecord } from "./records.js";
 
 const jsonOf = (v: Value | undefined) => (v === undefined ? undefined : toJson(ValueSchema, v));
 const valueOf = (j: unknown) => fromJson(ValueSchema, j as JsonValue);

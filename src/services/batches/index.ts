@@ -7,14 +7,15 @@ import { ModerationsService } from "../../../gen/atrium/v1/moderations_pb.js";
 import { LOCAL_EMBEDDING_DIMENSIONS } from "../../engines/embeddings/index.js";
 import type { EmbeddingsProvider } from "../../providers/types.js";
 import type { ApiArea } from "../area.js";
-import { createEmbeddingsService } from "../embeddings/handler.js";
-import { createModerationsService } from "../moderations/handler.js";
-import { createResponsesService } from "../responses/handler.js";
-import { Batches, RUN_JOB_KIND } from "./batches.js";
+import { createEmbeddingsService } from "../embeddings/index.js";
+import { filesApi } from "../files/index.js";
+import { createModerationsService } from "../moderations/index.js";
+import { createResponsesService } from "../responses/index.js";
+import { Batches } from "./batches.js";
 import { endpointCalls, type Endpoint } from "./endpoints.js";
 import { createBatchesService } from "./handler.js";
-import { createBatchRunner } from "./jobs.js";
-import { BatchWorkers } from "./workers.js";
+import { BATCHES_RUN_JOB, runJob } from "./jobs.js";
+import { BatchWorkers } from "./pool.js";
 
 export interface BatchSettings {
   concurrency: number;
@@ -79,17 +80,17 @@ export const batchesArea: ApiArea = {
       if (!calls[endpoint]) return `Batches for ${endpoint} are not available on this server yet.`;
       return null;
     };
-    const batches = new Batches(deps, jobs, unavailable);
+    const files = filesApi(deps);
+    const batches = new Batches(deps, files, jobs, unavailable);
     // Started on a batch's first chunk, not before.
     const workers = settings.workers > 0 ? new BatchWorkers(deps, settings.workers, responsesOptions) : null;
     return {
       services: [{ desc: BatchesService, impl: createBatchesService(batches) }],
       jobs: {
-        // Short leases: a killed server's batches are picked up seconds after a restart.
-        [RUN_JOB_KIND]: {
-          handler: createBatchRunner(deps, { concurrency: settings.concurrency, sliceLines: settings.slice_lines, sliceMs: settings.slice_ms, sliceBytes: settings.slice_bytes, sliceIntervalMs: settings.slice_interval_ms, calls, workers }),
-          options: { concurrency: 2, leaseMs: 5000 },
-        },
+        [BATCHES_RUN_JOB]: runJob({
+          storage: { records: deps.records, clock: deps.clock, files },
+          settings: { concurrency: settings.concurrency, sliceLines: settings.slice_lines, sliceMs: settings.slice_ms, sliceBytes: settings.slice_bytes, sliceIntervalMs: settings.slice_interval_ms, calls, workers },
+        }),
       },
       stop: async () => {
         await workers?.close();

@@ -6,7 +6,6 @@
 // worker; merging the chunks' checks in file order (InputCheck) finds duplicates and keeps the
 // first errors.
 import { isAscii } from "node:buffer";
-import type { BlobStore } from "../../storage/types.js";
 
 export const MAX_REQUESTS = 50_000;
 /** Errors listed in errors.data at most (the first ones, in line order). */
@@ -152,16 +151,16 @@ class ChunkBuilder {
 export const CHUNK_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
- * The blob's requests in chunks of `size` requests or CHUNK_MAX_BYTES, whichever comes first, in
+ * The input's requests in chunks of `size` requests or CHUNK_MAX_BYTES, whichever comes first, in
  * file order. Lines end at LF (a CR before it is dropped; a lone CR ends nothing).
  */
-export async function* requestChunks(blobs: BlobStore, key: string, size: number): AsyncGenerator<RequestChunk> {
+export async function* requestChunks(input: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<RequestChunk> {
   const chunk = new ChunkBuilder();
   const full = () => chunk.count >= size || chunk.byteLength >= CHUNK_MAX_BYTES;
   let line = 0;
   // The start of a line that a piece ended in the middle of.
   let carry: Buffer[] = [];
-  for await (const data of blobs.get(key)) {
+  for await (const data of input) {
     const piece = data as Buffer;
     let start = 0;
     let nl = piece.indexOf(0x0a);

@@ -1,4 +1,4 @@
-// A batch worker thread (started by BatchWorkers, workers.ts): it checks chunks of input files,
+// A batch worker thread (started by BatchWorkers, pool.ts): it checks chunks of input files,
 // and runs the requests of the endpoints whose work is CPU on the calling thread
 // (THREAD_ENDPOINTS: token counting) on the same service implementation the main thread serves,
 // so a batch uses the machine's other cores and never holds the server's event loop. What only
@@ -14,7 +14,7 @@ import { fetchUrl } from "../../common/fetch-url.js";
 import { callHost, serveTasks } from "../../engines/pool/index.js";
 import { InputTokensError, warmUpTokenizer, type InputTokensErrorStatus } from "../../engines/tokenizer/index.js";
 import type { Scope } from "../../storage/types.js";
-import { responsesServiceWith, type ResponsesOptions } from "../responses/handler.js";
+import { responsesServiceWith, type ResponsesOptions } from "../responses/index.js";
 import { countInputTokensCall, type Endpoint, type EndpointCall } from "./endpoints.js";
 import { checkChunk, chunkSize, type ChunkCheck, type InputLine, type RequestChunk } from "./input.js";
 import { runRequests, type RunResult } from "./run.js";

@@ -3,8 +3,8 @@
 // Records: the container (tag = its name, for the exact-match `name` filter); its files (parent =
 // the container); one path record per file (id "<container>:<path>") so two uploads can never
 // take the same path; its skills (inline bundles keep their bytes in a blob under the skill's id).
-// A container file made from a file_id shares the File's blob: a FILE_SHARE_KIND record says so,
-// and whichever holder goes last frees the bytes (files.ts, releaseFileBytes).
+// A container file made from a file_id shares the File's blob (FilesApi.share), and whichever
+// holder goes last frees the bytes (FilesApi.release).
 //
 // Life cycle: running → expired after `expires_after.minutes` without activity, or deleted.
 // Activity (any call on the container or its files, except listing containers) moves
@@ -16,20 +16,25 @@ import { Readable } from "node:stream";
 import { ApiError, invalidParam, missingParam, notFound } from "../../common/errors.js";
 import { newId } from "../../common/ids.js";
 import type { ListQuery, Scope, StoredRecord, WriteOp } from "../../storage/types.js";
-import { BlobTooLarge, DuplicateRecord, VersionConflict } from "../../storage/types.js";
+import { BlobTooLarge, DuplicateRecord } from "../../storage/types.js";
 import { timerKind, type TimerData } from "../../jobs/expiry.js";
 import type { ServiceDeps } from "../deps.js";
-import { FILE_KIND, FILE_SHARE_KIND, MAX_FILE_BYTES, mimeFor, releaseFileBytes, type FileRecord } from "../files/files.js";
-import { checkNetworkPolicy, type NetworkPolicy } from "./network-policy.js";
+import { filesApi, MAX_FILE_BYTES, mimeFor, type FilesApi, type FileView } from "../files/index.js";
+import { checkNetworkPolicy } from "./network-policy.js";
+import {
+  CONTAINER_FILE_KIND,
+  CONTAINER_KIND,
+  CONTAINER_PATH_KIND,
+  CONTAINER_SKILL_KIND,
+  type ContainerFileRecord,
+  type ContainerRecord,
+  type SkillRecord,
+} from "./records.js";
 import type { SecretBox } from "./secrets.js";
 import { checkSkills, type SkillSpec } from "./skills.js";
 
-export const CONTAINER_KIND = "container";
-export const CONTAINER_FILE_KIND = "container_file";
-export const CONTAINER_PATH_KIND = "container_path";
-export const CONTAINER_SKILL_KIND = "container_skill";
-export const EXPIRY_TIMER = "container-expiry";
-export const PURGE_TIMER = "container-purge";
+export const EXPIRY_TIMER = "containers.expire";
+export const PURGE_TIMER = "containers.purge";
 
 export const MEMORY_LIMITS = ["1g", "4g", "16g", "64g"] as const;
 export const DEFAULT_MINUTES = 20;
@@ -40,44 +45,6 @@ export const MAX_FILE_IDS = 100;
 export const MOUNT_DIR = "/mnt/data";
 /** A file name's limit on common file systems (bytes of UTF-8). */
 const MAX_FILENAME_BYTES = 255;
-
-export type ContainerStatus = "running" | "expired";
-
-export interface SealedSecret {
-  domain: string;
-  name: string;
-  /** SecretBox.seal(value, secretContext(...)). */
-  sealed: string;
-}
-
-export interface ContainerRecord {
-  id: string;
-  name: string;
-  createdAt: number;
-  status: ContainerStatus;
-  minutes: number;
-  lastActiveAt: number;
-  memoryLimit: string;
-  networkPolicy: NetworkPolicy | null;
-  domainSecrets: SealedSecret[];
-}
-
-export interface ContainerFileRecord {
-  id: string;
-  containerId: string;
-  bytes: number;
-  createdAt: number;
-  /** /mnt/data/<name> */
-  path: string;
-  source: "user";
-  mimeType: string;
-  /** Where the bytes are: the file's own id (uploaded), or the id of the File it shares. */
-  blobKey: string;
-}
-
-export type SkillRecord =
-  | { id: string; type: "skill_reference"; skillId: string; version: string | null }
-  | { id: string; type: "inline"; name: string; description: string; bytes: number };
 
 export interface CreateContainerInput {
   name?: string;
@@ -147,10 +114,14 @@ export function candidatePath(name: string, n: number): string {
 }
 
 export class Containers {
+  private readonly sharedFiles: FilesApi;
+
   constructor(
     private readonly deps: ServiceDeps,
     private readonly secrets: SecretBox,
-  ) {}
+  ) {
+    this.sharedFiles = filesApi(deps);
+  }
 
   get containers() {
     return this.deps.records.collection<ContainerRecord>(CONTAINER_KIND);
@@ -178,14 +149,12 @@ export class Containers {
     const { policy, secrets } = checkNetworkPolicy(input.networkPolicy);
     const skills = checkSkills(input.skills);
     if (input.fileIds.length > MAX_FILE_IDS) throw invalidParam("file_ids", `'file_ids' can list at most ${MAX_FILE_IDS} files.`, "array_above_max_length");
-    const sources: StoredRecord<FileRecord>[] = [];
+    const sources: FileView[] = [];
     for (const [i, fileId] of input.fileIds.entries()) {
       const param = `file_ids[${i}]`;
       if (!fileId) throw invalidParam(param, `Invalid '${param}': empty file id.`);
       if (input.fileIds.indexOf(fileId) !== i) throw invalidParam(param, `Invalid '${param}': '${fileId}' is listed more than once.`);
-      const f = await this.deps.records.collection<FileRecord>(FILE_KIND).get(scope, fileId);
-      if (!f) throw notFound("File object", fileId, param);
-      sources.push(f);
+      sources.push(await this.sharedFiles.get(scope, fileId, param));
     }
 
     const id = newId("cntr_");
@@ -214,21 +183,19 @@ export class Containers {
       // A new container: the paths only need to differ from each other.
       const taken = new Set<string>();
       for (const [i, f] of sources.entries()) {
-        const name = baseName(f.data.filename, `file_ids[${i}]`);
+        const name = baseName(f.filename, `file_ids[${i}]`);
         let path = candidatePath(name, 0);
         for (let n = 1; taken.has(path); n++) path = candidatePath(name, n);
         taken.add(path);
-        const shared = this.sharedFile(scope, id, f, path, now);
+        const shared = await this.sharedFile(scope, id, f.id, path, now, `file_ids[${i}]`);
         ops.push(...shared.ops, pathOp(scope, id, path, shared.rec.id, now));
       }
       await this.deps.records.atomically(ops);
     } catch (e) {
       for (const key of skillBlobs) await this.deps.blobs.delete(key);
       // A source File deleted while this request ran.
-      if (e instanceof VersionConflict && e.kind === FILE_KIND) {
-        const i = input.fileIds.indexOf(e.id);
-        throw notFound("File object", e.id, `file_ids[${i}]`);
-      }
+      const gone = this.sharedFiles.fileConflict(e);
+      if (gone !== undefined) throw notFound("File object", gone, `file_ids[${input.fileIds.indexOf(gone)}]`);
       throw e;
     }
     return rec;
@@ -270,43 +237,44 @@ export class Containers {
    * due rows), so a touch can never race the sweeper into reviving an expiring container.
    */
   async touch(scope: Scope, id: string): Promise<StoredRecord<ContainerRecord>> {
-    for (let attempt = 0; ; attempt++) {
-      const cur = await this.get(scope, id);
-      if (cur.data.status !== "running") throw expiredError(cur.data);
-      const now = this.deps.clock.now();
-      if (cur.data.lastActiveAt === now) return cur;
-      const next: ContainerRecord = { ...cur.data, lastActiveAt: now };
-      try {
-        await this.deps.records.atomically([
-          { op: "update", kind: CONTAINER_KIND, scope, id, data: next, expectVersion: cur.version },
-          { op: "update", kind: timerKind(EXPIRY_TIMER), scope, id, data: { targetId: id } satisfies TimerData, expiresAt: deadlineOf(next) },
-        ]);
-        return { ...cur, data: next, version: cur.version + 1 };
-      } catch (e) {
-        // Someone else changed it (a touch, the expiry): look again.
-        if (e instanceof VersionConflict && attempt < 5) continue;
-        throw e;
-      }
+    return this.containers.mutate(scope, id, async (cur) => {
+      const touched = await this.touched(scope, id, cur);
+      if (touched.data === cur!.data) return { write: "none", result: cur! };
+      return { write: "update", data: touched.data, also: touched.also, result: { ...cur!, data: touched.data, version: cur!.version + 1 } };
+    });
+  }
+
+  /**
+   * What touching `cur` writes: the container with last_active_at = now (the same object when it
+   * already is now) and the timer's move. Absent: 404; not running: container_expired, after
+   * expiring it first when its time is up but the sweeper has not come yet.
+   */
+  private async touched(scope: Scope, id: string, cur: StoredRecord<ContainerRecord> | undefined): Promise<{ data: ContainerRecord; also: WriteOp[] }> {
+    if (!cur) throw notFound("Container", id, "container_id");
+    const now = this.deps.clock.now();
+    if (cur.data.status === "running" && now >= deadlineOf(cur.data)) {
+      await this.expire(scope, id);
+      throw expiredError(cur.data);
     }
+    if (cur.data.status !== "running") throw expiredError(cur.data);
+    if (cur.data.lastActiveAt === now) return { data: cur.data, also: [] };
+    const data: ContainerRecord = { ...cur.data, lastActiveAt: now };
+    return { data, also: [{ op: "update", kind: timerKind(EXPIRY_TIMER), scope, id, data: { targetId: id } satisfies TimerData, expiresAt: deadlineOf(data) }] };
   }
 
   async delete(scope: Scope, id: string): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      const cur = await this.containers.get(scope, id);
+    await this.containers.mutate(scope, id, (cur) => {
       if (!cur) throw notFound("Container", id, "container_id");
       const now = this.deps.clock.now();
-      try {
-        await this.deps.records.atomically([
-          { op: "delete", kind: CONTAINER_KIND, scope, id, expectVersion: cur.version },
+      return {
+        write: "delete",
+        also: [
           { op: "delete", kind: timerKind(EXPIRY_TIMER), scope, id },
           { op: "insert", kind: timerKind(PURGE_TIMER), scope, record: { id, createdAt: now, expiresAt: now, data: { targetId: id } satisfies TimerData } },
-        ]);
-        break;
-      } catch (e) {
-        if (e instanceof VersionConflict && attempt < 5) continue;
-        throw e;
-      }
-    }
+        ],
+        result: undefined,
+      };
+    });
     await this.purge(scope, id);
     await this.deps.records.collection(timerKind(PURGE_TIMER)).delete(scope, id);
   }
@@ -317,20 +285,12 @@ export class Containers {
    * Idempotent, so a crash half-way is finished when the sweeper retries.
    */
   async expire(scope: Scope, id: string): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      const cur = await this.containers.get(scope, id);
-      if (!cur) return; // deleted: its purge timer cleans up
-      if (cur.data.status === "running") {
-        try {
-          await this.containers.update(scope, id, { ...cur.data, status: "expired" }, { expectVersion: cur.version });
-        } catch (e) {
-          if (e instanceof VersionConflict && attempt < 5) continue;
-          throw e;
-        }
-      }
-      await this.purge(scope, id);
-      return;
-    }
+    const exists = await this.containers.mutate(scope, id, (cur) => {
+      if (!cur) return { write: "none", result: false }; // deleted: its purge timer cleans up
+      if (cur.data.status !== "running") return { write: "none", result: true };
+      return { write: "update", data: { ...cur.data, status: "expired" }, result: true };
+    });
+    if (exists) await this.purge(scope, id);
   }
 
   /** Removes every file and skill of a container (whose record is expired or gone). */
@@ -376,14 +336,7 @@ export class Containers {
     // Checked before any byte is stored: no 512 MB upload into a container that is not there.
     await this.touch(scope, containerId);
     const id = newId("cfile_");
-    let bytes: number;
-    try {
-      bytes = (await this.deps.blobs.put(id, chunks, { maxBytes: MAX_FILE_BYTES })).bytes;
-    } catch (e) {
-      if (e instanceof BlobTooLarge)
-        throw new ApiError(413, `File is too large: the limit is ${MAX_FILE_BYTES} bytes (512 MB).`, { param: "file", code: "file_too_large" });
-      throw e;
-    }
+    const bytes = await this.storeUpload(id, chunks);
     try {
       const name = baseName(filename(), "file");
       if (bytes === 0) throw invalidParam("file", "The file is empty.", "empty_file");
@@ -397,73 +350,67 @@ export class Containers {
     }
   }
 
-  /** A container file sharing the bytes of the project's File `fileId` (nothing is copied). */
-  async addSharedFile(scope: Scope, containerId: string, fileId: string): Promise<ContainerFileRecord> {
-    await this.touch(scope, containerId);
-    for (let attempt = 0; ; attempt++) {
-      const source = await this.deps.records.collection<FileRecord>(FILE_KIND).get(scope, fileId);
-      if (!source) throw notFound("File object", fileId, "file_id");
-      const name = baseName(source.data.filename, "file_id");
-      try {
-        return await this.insertFile(scope, containerId, name, (path, now) => this.sharedFile(scope, containerId, source, path, now));
-      } catch (e) {
-        // The File changed or went while this ran: look again (a deleted one is a 404 above).
-        if (e instanceof VersionConflict && e.kind === FILE_KIND && attempt < 5) continue;
-        throw e;
-      }
+  /** Streams an uploaded container file into its own blob; over MAX_FILE_BYTES nothing is kept. */
+  private async storeUpload(id: string, chunks: AsyncIterable<Uint8Array>): Promise<number> {
+    try {
+      return (await this.deps.blobs.put(id, chunks, { maxBytes: MAX_FILE_BYTES })).bytes;
+    } catch (e) {
+      if (e instanceof BlobTooLarge)
+        throw new ApiError(413, `File is too large: the limit is ${MAX_FILE_BYTES} bytes (512 MB).`, { param: "file", code: "file_too_large" });
+      throw e;
     }
   }
 
+  /** A container file sharing the bytes of the project's File `fileId` (nothing is copied). */
+  async addSharedFile(scope: Scope, containerId: string, fileId: string): Promise<ContainerFileRecord> {
+    await this.touch(scope, containerId);
+    const source = await this.sharedFiles.get(scope, fileId, "file_id");
+    const name = baseName(source.filename, "file_id");
+    // Each attempt shares the File as it is then: one deleted meanwhile is a 404.
+    return this.insertFile(scope, containerId, name, (path, now) => this.sharedFile(scope, containerId, fileId, path, now, "file_id"));
+  }
+
   /**
-   * A container file sharing File `f`, and its writes (but the path record): the file, the share
-   * record, and a no-change update of the File that makes the transaction fail if the File is
-   * gone or expired by then (otherwise its bytes could be freed under the new file).
+   * A container file sharing File `fileId`, and its writes (but the path record): the file and
+   * the share (FilesApi.share), which fails the transaction if the File is gone or expired by
+   * then (otherwise its bytes could be freed under the new file).
    */
-  private sharedFile(scope: Scope, containerId: string, f: StoredRecord<FileRecord>, path: string, now: number) {
+  private async sharedFile(scope: Scope, containerId: string, fileId: string, path: string, now: number, param: string) {
     const id = newId("cfile_");
-    const rec: ContainerFileRecord = { id, containerId, bytes: f.data.bytes, createdAt: now, path, source: "user", mimeType: mimeFor(path), blobKey: f.id };
-    const ops: WriteOp[] = [
-      { op: "insert", kind: CONTAINER_FILE_KIND, scope, record: { id, parentId: containerId, createdAt: now, data: rec } },
-      { op: "insert", kind: FILE_SHARE_KIND, scope, record: { id, parentId: f.id, createdAt: now, data: { containerId } } },
-      { op: "update", kind: FILE_KIND, scope, id: f.id, data: f.data, expectVersion: f.version },
-    ];
+    const share = await this.sharedFiles.share(scope, fileId, id, { containerId }, param);
+    const rec: ContainerFileRecord = { id, containerId, bytes: share.file.bytes, createdAt: now, path, source: "user", mimeType: mimeFor(path), blobKey: share.file.blobKey };
+    const ops: WriteOp[] = [{ op: "insert", kind: CONTAINER_FILE_KIND, scope, record: { id, parentId: containerId, createdAt: now, data: rec } }, ...share.ops];
     return { rec, ops };
   }
 
   /**
-   * Records a new file of a running container under the first free path for `name`. The path
-   * record's unique id settles races between uploads of the same name; the no-change update of
-   * the container (expectVersion) makes the write fail if it expired or went meanwhile.
+   * Records a new file of a running container under the first free path for `name`, touching
+   * the container in the same write (which fails if it expired or went meanwhile). The path
+   * record's unique id settles races between uploads of the same name: the one that loses moves
+   * on to the next candidate path.
    */
   private async insertFile(
     scope: Scope,
     containerId: string,
     name: string,
-    build: (path: string, now: number) => { rec: ContainerFileRecord; ops: WriteOp[] },
+    build: (path: string, now: number) => Promise<{ rec: ContainerFileRecord; ops: WriteOp[] }> | { rec: ContainerFileRecord; ops: WriteOp[] },
   ): Promise<ContainerFileRecord> {
     let n = 0;
-    for (let attempt = 0; attempt < 1000; attempt++) {
-      const container = await this.touch(scope, containerId);
-      const path = candidatePath(name, n);
-      if (await this.paths.get(scope, pathId(containerId, path))) {
-        n++;
-        continue;
-      }
-      const now = this.deps.clock.now();
-      const { rec, ops } = build(path, now);
+    for (;;) {
       try {
-        await this.deps.records.atomically([
-          { op: "update", kind: CONTAINER_KIND, scope, id: containerId, data: container.data, expectVersion: container.version },
-          ...ops,
-          pathOp(scope, containerId, path, rec.id, now),
-        ]);
-        return rec;
+        return await this.containers.mutate(scope, containerId, async (cur) => {
+          const touched = await this.touched(scope, containerId, cur);
+          while (await this.paths.get(scope, pathId(containerId, candidatePath(name, n)))) n++;
+          const path = candidatePath(name, n);
+          const now = this.deps.clock.now();
+          const { rec, ops } = await build(path, now);
+          return { write: "update", data: touched.data, also: [...touched.also, ...ops, pathOp(scope, containerId, path, rec.id, now)], result: rec };
+        });
       } catch (e) {
         if (e instanceof DuplicateRecord && e.kind === CONTAINER_PATH_KIND) n++;
-        else if (!(e instanceof VersionConflict && e.kind === CONTAINER_KIND)) throw e;
+        else throw e;
       }
     }
-    throw new ApiError(409, "The container changed too often while adding the file; retry the request.", { code: "conflict", type: "conflict_error" });
   }
 
   /** Removes a file's records, then its bytes (or its share of a File's bytes). */
@@ -472,9 +419,9 @@ export class Containers {
     await this.deps.records.atomically([
       { op: "delete", kind: CONTAINER_FILE_KIND, scope, id: f.id },
       { op: "delete", kind: CONTAINER_PATH_KIND, scope, id: pathId(f.containerId, f.path) },
-      ...(shared ? [{ op: "delete", kind: FILE_SHARE_KIND, scope, id: f.id } as WriteOp] : []),
+      ...(shared ? [this.sharedFiles.unshareOp(scope, f.id)] : []),
     ]);
-    if (shared) await releaseFileBytes(this.deps, scope, f.blobKey);
+    if (shared) await this.sharedFiles.release(scope, f.blobKey);
     else await this.deps.blobs.delete(f.id);
   }
 }

@@ -14,7 +14,8 @@ import { downloadBlob } from "../../common/download.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
 import type { Scope, StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
-import type { ContainerFileRecord, ContainerRecord, Containers } from "./containers.js";
+import type { Containers } from "./containers.js";
+import type { ContainerFileRecord, ContainerRecord } from "./records.js";
 
 export function containerMessage(r: ContainerRecord): MessageInitShape<typeof ContainerSchema> & { id: string } {
   return {

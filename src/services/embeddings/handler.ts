@@ -14,7 +14,7 @@ import { PoolClosedError, WorkerCrashedError } from "../../engines/pool/index.js
 import { ProviderUnavailable } from "../../providers/registry.js";
 import type { EmbeddingsProvider } from "../../providers/types.js";
 import { UpstreamError } from "../../providers/upstream.js";
-import { builtinModel } from "../models/catalog.js";
+import { builtinModel, modelNotFound } from "../models/index.js";
 import { parseEncodingFormat, parseInput, type EncodingFormat } from "./input.js";
 
 /** The platform's embedding models: the most dimensions each gives (null: `dimensions` not supported). */
@@ -32,9 +32,6 @@ export interface EmbeddingsServiceOptions {
 }
 
 type Route = { provider: EmbeddingsProvider; maxDimensions: number | null };
-
-const modelNotFound = (id: string) =>
-  new ApiError(404, `The model '${id}' does not exist or you do not have access to it.`, { param: "model", code: "model_not_found" });
 
 export function createEmbeddingsService(opts: EmbeddingsServiceOptions): ServiceImpl<typeof EmbeddingsService> {
   function route(model: string): Route {

@@ -7,6 +7,9 @@ import { LocalSentenceEncoder } from "../../engines/embeddings/index.js";
 import type { ApiArea } from "../area.js";
 import { createEmbeddingsService } from "./handler.js";
 
+// Batches run embeddings requests through the same service.
+export { createEmbeddingsService } from "./handler.js";
+
 export const embeddingsArea: ApiArea = {
   name: "embeddings",
   setup: ({ config, providers }) => {

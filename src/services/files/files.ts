@@ -1,12 +1,13 @@
-// Files: the domain rules (purposes, limits, expiry) and storage, shared by the Files service and
-// by Uploads, which complete into a File. Record metadata and bytes are kept apart: the record in
-// the RecordStore, the content in the BlobStore under the file's id.
-import { ApiError, invalidParam, missingParam, notFound } from "../../common/errors.js";
-import type { Scope, StoredRecord } from "../../storage/types.js";
+// Files: the domain rules (purposes, limits, expiry), shared by the Files service and by Uploads,
+// which complete into a File. Record metadata and bytes are kept apart: the record in the
+// RecordStore, the content in the BlobStore under the file's id (api.ts).
+import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
+import type { Scope } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { newId } from "../../common/ids.js";
+import { FILE_KIND, FILE_SHARE_KIND } from "./records.js";
 
-export const FILE_KIND = "file";
+export { FILE_KIND, FILE_SHARE_KIND, type FileRecord } from "./records.js";
 export const MAX_FILE_BYTES = 512 * 1024 * 1024;
 export const MAX_BATCH_FILE_BYTES = 200 * 1024 * 1024;
 export const BATCH_DEFAULT_TTL = 30 * 24 * 3600;
@@ -16,16 +17,6 @@ export const MAX_EXPIRY_SECONDS = 2_592_000;
 /** Purposes a caller may upload with; the *_output / *-results ones are written by the platform. */
 export const UPLOAD_PURPOSES = ["assistants", "batch", "fine-tune", "vision", "user_data", "evals"] as const;
 export const ALL_PURPOSES = [...UPLOAD_PURPOSES, "assistants_output", "batch_output", "fine-tune-results"] as const;
-
-export interface FileRecord {
-  id: string;
-  bytes: number;
-  createdAt: number;
-  filename: string;
-  purpose: string;
-  mimeType: string;
-  expiresAt: number | null;
-}
 
 export interface ExpiresAfterInput {
   anchor?: string;
@@ -98,13 +89,6 @@ export function newFileId(): string {
 }
 
 /**
- * Other holders of a File's bytes: a container file made from a file_id shares the File's blob
- * instead of copying it, and records that as one record of this kind (id: the holder's id,
- * parentId: the file id).
- */
-export const FILE_SHARE_KIND = "file_share";
-
-/**
  * Deletes a File's bytes once nothing holds them: neither the File (deleted, or expired) nor a
  * share. Every holder removes its own record first and then calls this, so whatever the
  * interleaving, the last one to go frees the bytes.
@@ -113,34 +97,4 @@ export async function releaseFileBytes(deps: Pick<ServiceDeps, "records" | "blob
   if (await deps.records.collection(FILE_KIND).get(scope, fileId)) return;
   if ((await deps.records.collection(FILE_SHARE_KIND).count(scope, { parentId: fileId })) > 0) return;
   await deps.blobs.delete(fileId);
-}
-
-export class Files {
-  constructor(private readonly deps: ServiceDeps) {}
-
-  get collection() {
-    return this.deps.records.collection<FileRecord>(FILE_KIND);
-  }
-
-  async get(scope: Scope, id: string, param = "file_id"): Promise<StoredRecord<FileRecord>> {
-    const r = await this.collection.get(scope, id);
-    if (!r) throw notFound("File object", id, param);
-    return r;
-  }
-
-  /** Records a file whose bytes are already stored under blob key `rec.id`. */
-  async insert(scope: Scope, rec: FileRecord): Promise<void> {
-    try {
-      await this.collection.insert(scope, { id: rec.id, createdAt: rec.createdAt, expiresAt: rec.expiresAt, tag: rec.purpose, data: rec });
-    } catch (e) {
-      await this.deps.blobs.delete(rec.id);
-      throw e;
-    }
-  }
-
-  async delete(scope: Scope, id: string): Promise<void> {
-    if (!(await this.collection.delete(scope, id))) await this.get(scope, id);
-    await this.deps.events.fileDeleted(scope, id);
-    await releaseFileBytes(this.deps, scope, id);
-  }
 }

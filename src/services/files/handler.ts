@@ -7,25 +7,17 @@ import {
   type FileSchema,
 } from "../../../gen/atrium/v1/files_pb.js";
 import { scopeOf } from "../../auth/principal.js";
-import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
+import { invalidParam, missingParam } from "../../common/errors.js";
 import { downloadBlob } from "../../common/download.js";
-import { BlobTooLarge, type StoredRecord } from "../../storage/types.js";
+import type { StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
-import {
-  ALL_PURPOSES,
-  Files,
-  MAX_FILE_BYTES,
-  checkContentRules,
-  checkExpiresAfter,
-  checkPurpose,
-  expiryFor,
-  mimeFor,
-  newFileId,
-  type FileRecord,
-} from "./files.js";
+import { FilesApi, type FileView } from "./api.js";
+import { ALL_PURPOSES, MAX_FILE_BYTES, checkContentRules, checkExpiresAfter, checkPurpose, expiryFor } from "./files.js";
+import type { FileRecord } from "./records.js";
 
-export function fileMessage(r: FileRecord): MessageInitShape<typeof FileSchema> {
+/** The File message of a File record or view (the fields every form of a File carries). */
+export function fileMessage(r: Pick<FileRecord, "id" | "bytes" | "createdAt" | "filename" | "purpose" | "expiresAt">): MessageInitShape<typeof FileSchema> {
   return {
     id: r.id,
     object: "file",
@@ -38,14 +30,14 @@ export function fileMessage(r: FileRecord): MessageInitShape<typeof FileSchema> 
   };
 }
 
-const toMessage = (r: StoredRecord<FileRecord>) => fileMessage(r.data) as MessageInitShape<typeof FileSchema> & { id: string };
+const toMessage = (r: StoredRecord<FileView>) => fileMessage(r.data) as MessageInitShape<typeof FileSchema> & { id: string };
 
 export function createFilesService(deps: ServiceDeps): ServiceImpl<typeof FilesService> {
-  const files = new Files(deps);
+  const files = new FilesApi(deps);
   return {
     async createFile(requests: AsyncIterable<CreateFileRequest>, ctx: HandlerContext) {
       const scope = scopeOf(ctx);
-      const id = newFileId();
+      const id = files.newId();
       const meta: { purpose?: string; filename?: string; ttl?: number } = {};
       // Metadata may arrive before or after the bytes (the official SDK sends the file first);
       // each piece is checked as soon as it arrives, so a bad purpose stops the upload early.
@@ -57,14 +49,7 @@ export function createFilesService(deps: ServiceDeps): ServiceImpl<typeof FilesS
           if (r.chunk.length) yield r.chunk;
         }
       }
-      let bytes: number;
-      try {
-        bytes = (await deps.blobs.put(id, chunks(), { maxBytes: MAX_FILE_BYTES })).bytes;
-      } catch (e) {
-        if (e instanceof BlobTooLarge)
-          throw new ApiError(413, `File is too large: the limit is ${MAX_FILE_BYTES} bytes (512 MB).`, { param: "file", code: "file_too_large" });
-        throw e;
-      }
+      const bytes = await files.writeContent(id, chunks(), { maxBytes: MAX_FILE_BYTES, param: "file" });
       try {
         const purpose = checkPurpose(meta.purpose);
         const filename = meta.filename?.trim();
@@ -73,11 +58,11 @@ export function createFilesService(deps: ServiceDeps): ServiceImpl<typeof FilesS
         if (bytes === 0) throw invalidParam("file", "The file is empty.", "empty_file");
         checkContentRules(purpose, filename, bytes);
         const createdAt = deps.clock.now();
-        const rec: FileRecord = { id, bytes, createdAt, filename, purpose, mimeType: mimeFor(filename), expiresAt: expiryFor(purpose, createdAt, meta.ttl) };
-        await files.insert(scope, rec);
-        return fileMessage(rec);
+        const { file, ops } = files.prepare(scope, id, bytes, { filename, purpose, createdAt, expiresAt: expiryFor(purpose, createdAt, meta.ttl) });
+        await deps.records.atomically(ops);
+        return fileMessage(file);
       } catch (e) {
-        await deps.blobs.delete(id);
+        await files.discardContent(id);
         throw e;
       }
     },
@@ -87,17 +72,17 @@ export function createFilesService(deps: ServiceDeps): ServiceImpl<typeof FilesS
       const q = listQuery(req, { defaultLimit: 10_000, maxLimit: 10_000 });
       if (req.purpose !== undefined && !(ALL_PURPOSES as readonly string[]).includes(req.purpose))
         throw invalidParam("purpose", `Invalid value for 'purpose': '${req.purpose}'.`);
-      const page = await runList(q, (q) => files.collection.list(scope, { ...q, tag: req.purpose }));
+      const page = await runList(q, (q) => files.list(scope, { ...q, tag: req.purpose }));
       return envelope(page, toMessage);
     },
 
     async getFile(req, ctx) {
-      return fileMessage((await files.get(scopeOf(ctx), req.fileId)).data);
+      return fileMessage(await files.get(scopeOf(ctx), req.fileId));
     },
 
     async *getFileContent(req, ctx) {
-      const rec = (await files.get(scopeOf(ctx), req.fileId)).data;
-      yield* downloadBlob(deps.blobs, { key: rec.id, size: rec.bytes, contentType: rec.mimeType, range: req.range });
+      const file = await files.get(scopeOf(ctx), req.fileId);
+      yield* downloadBlob(deps.blobs, { key: file.blobKey, size: file.bytes, contentType: file.mimeType, range: req.range });
     },
 
     async deleteFile(req, ctx) {

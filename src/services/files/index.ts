@@ -1,8 +1,33 @@
 // The Files area (spec 4.5): the worked example of an area module (docs/architecture.md, "The area shape").
+// Other areas use Files only through what this file exports: FilesApi (filesApi(deps)), the
+// size limits, the upload rules Uploads shares, and the File message.
 import { FilesService } from "../../../gen/atrium/v1/files_pb.js";
 import type { ApiArea } from "../area.js";
-import { FILE_KIND, releaseFileBytes } from "./files.js";
+import type { ServiceDeps } from "../deps.js";
+import { FilesApi } from "./api.js";
+import { releaseFileBytes } from "./files.js";
 import { createFilesService } from "./handler.js";
+import { FILE_KIND } from "./records.js";
+
+export { FilesApi, type FileView, type NewFile } from "./api.js";
+export {
+  MAX_BATCH_FILE_BYTES,
+  MAX_EXPIRY_SECONDS,
+  MAX_FILE_BYTES,
+  MIN_EXPIRY_SECONDS,
+  checkContentRules,
+  checkExpiresAfter,
+  checkPurpose,
+  expiryFor,
+  mimeFor,
+  type ExpiresAfterInput,
+} from "./files.js";
+export { fileMessage } from "./handler.js";
+
+/** The files area's API over `deps`' storage. */
+export function filesApi(deps: Pick<ServiceDeps, "records" | "blobs" | "clock" | "events">): FilesApi {
+  return new FilesApi(deps);
+}
 
 export const filesArea: ApiArea = {
   name: "files",

@@ -10,97 +10,27 @@ import { ApiError, invalidParam, missingParam, notFound } from "../../common/err
 import { newId } from "../../common/ids.js";
 import { checkMetadata } from "../../common/metadata.js";
 import type { JobRunner } from "../../jobs/runner.js";
-import { VersionConflict, type Scope, type StoredRecord, type WriteOp } from "../../storage/types.js";
+import type { Scope, StoredRecord, WriteOp } from "../../storage/types.js";
 import type { Grader } from "../../engines/graders/index.js";
-import { builtinModel } from "../models/catalog.js";
-import { FINE_TUNED_MODEL_KIND } from "../models/handler.js";
+import { builtinModel, fineTunedModels, modelNotFound } from "../models/index.js";
 import type { ServiceDeps } from "../deps.js";
-import { FILE_KIND, type FileRecord } from "../files/files.js";
+import { filesApi, type FileView } from "../files/index.js";
 import type { Method } from "./training-data.js";
+import { FINE_TUNING_TRAIN_JOB } from "./jobs.js";
+import {
+  CHECKPOINT_KIND,
+  EVENT_KIND,
+  JOB_KIND,
+  type CheckpointRecord,
+  type EventRecord,
+  type FineTuningJobRecord,
+  type Hyperparameters,
+  type Integration,
+  type JobStatus,
+} from "./records.js";
 
-export const JOB_KIND = "ft_job";
-export const EVENT_KIND = "ft_event";
-export const CHECKPOINT_KIND = "ft_checkpoint";
-export const TRAIN_JOB_KIND = "fine_tuning.train";
 export const MAX_SUFFIX_CHARS = 64;
-
-export type JobStatus = "validating_files" | "queued" | "running" | "paused" | "succeeded" | "failed" | "cancelled";
 export const CANCELLABLE: readonly JobStatus[] = ["validating_files", "queued", "running", "paused"];
-
-/** "auto" or a number, as requested. */
-export type HyperValue = "auto" | number;
-
-export interface Hyperparameters {
-  batch_size: HyperValue;
-  learning_rate_multiplier: HyperValue;
-  n_epochs: HyperValue;
-  beta?: HyperValue;
-  reasoning_effort?: string;
-  compute_multiplier?: HyperValue;
-  eval_interval?: HyperValue;
-  eval_samples?: HyperValue;
-}
-
-export interface Integration {
-  type: "wandb";
-  tracker: { project: string; entity: string | null; name: string | null; tags: string[] };
-}
-
-export interface FineTuningJobRecord {
-  id: string;
-  createdAt: number;
-  organizationId: string;
-  model: string;
-  trainingFile: string;
-  validationFile: string | null;
-  suffix: string | null;
-  seed: number;
-  method: Method;
-  /** As requested ("auto" kept), replaced by the resolved values once the files are read. */
-  hyperparameters: Hyperparameters;
-  grader: Grader | null;
-  status: JobStatus;
-  error: { code: string; message: string; param: string | null } | null;
-  fineTunedModel: string | null;
-  finishedAt: number | null;
-  trainedTokens: number | null;
-  resultFiles: string[];
-  estimatedFinish: number | null;
-  integrations: Integration[];
-  metadata: Record<string, string> | null;
-  /** Training progress (the trainer's resume point), set once the files are validated. */
-  progress: { step: number; totalSteps: number; stepsPerEpoch: number } | null;
-  /** Bumped by every resume: the runner job of run n has id `${TRAIN_JOB_KIND}:${id}:${n}`. */
-  run: number;
-}
-
-export interface EventRecord {
-  id: string;
-  createdAt: number;
-  level: "info" | "warn" | "error";
-  message: string;
-  type: "message" | "metrics";
-  data: Record<string, unknown> | null;
-}
-
-export interface CheckpointMetrics {
-  step: number;
-  train_loss: number;
-  train_mean_token_accuracy: number;
-  valid_loss?: number;
-  valid_mean_token_accuracy?: number;
-  full_valid_loss?: number;
-  full_valid_mean_token_accuracy?: number;
-}
-
-export interface CheckpointRecord {
-  id: string;
-  createdAt: number;
-  fineTunedModelCheckpoint: string;
-  stepNumber: number;
-  jobId: string;
-  metrics: CheckpointMetrics;
-}
 
 /** Base models that can be fine-tuned here, and by which methods (the platform's current list). */
 export const FINE_TUNABLE: Readonly<Record<string, readonly Method[]>> = {
@@ -116,7 +46,7 @@ export const FINE_TUNABLE: Readonly<Record<string, readonly Method[]>> = {
   "o4-mini": ["reinforcement"],
 };
 
-export const runJobId = (job: Pick<FineTuningJobRecord, "id" | "run">) => `${TRAIN_JOB_KIND}:${job.id}:${job.run}`;
+export const runJobId = (job: Pick<FineTuningJobRecord, "id" | "run">) => `${FINE_TUNING_TRAIN_JOB}:${job.id}:${job.run}`;
 
 /** The part of the job id that goes into model names (the platform's short id). */
 const shortId = (jobId: string) => jobId.replace(/^ftjob-/, "");
@@ -228,14 +158,13 @@ export class FineTuningJobs {
     return r;
   }
 
-  private async trainingFile(scope: Scope, id: string | undefined, param: string): Promise<FileRecord> {
+  private async trainingFile(scope: Scope, id: string | undefined, param: string): Promise<FileView> {
     if (!id) throw missingParam(param);
-    const f = await this.deps.records.collection<FileRecord>(FILE_KIND).get(scope, id);
-    if (!f) throw notFound("File object", id, param);
-    if (f.data.purpose !== "fine-tune")
-      throw invalidParam(param, `Invalid '${param}': file ${id} has purpose '${f.data.purpose}'; fine-tuning files must be uploaded with purpose 'fine-tune'.`, "invalid_file_purpose");
-    if (!f.data.filename.toLowerCase().endsWith(".jsonl")) throw invalidParam(param, `Invalid '${param}': file ${id} is not JSONL.`, "invalid_file_format");
-    return f.data;
+    const f = await filesApi(this.deps).get(scope, id, param);
+    if (f.purpose !== "fine-tune")
+      throw invalidParam(param, `Invalid '${param}': file ${id} has purpose '${f.purpose}'; fine-tuning files must be uploaded with purpose 'fine-tune'.`, "invalid_file_purpose");
+    if (!f.filename.toLowerCase().endsWith(".jsonl")) throw invalidParam(param, `Invalid '${param}': file ${id} is not JSONL.`, "invalid_file_format");
+    return f;
   }
 
   async create(scope: Scope, organizationId: string, input: CreateJobInput): Promise<FineTuningJobRecord> {
@@ -245,13 +174,12 @@ export class FineTuningJobs {
       throw invalidParam("method.type", `Invalid value for 'method.type': '${input.method?.type}'. Supported values are: 'supervised', 'dpo', 'reinforcement'.`);
     const base = baseOf(input.model);
     if (input.model.startsWith("ft:")) {
-      if (!(await this.deps.records.collection(FINE_TUNED_MODEL_KIND).get(scope, input.model)))
-        throw new ApiError(404, `The model '${input.model}' does not exist or you do not have access to it.`, { param: "model", code: "model_not_found" });
+      if (!(await fineTunedModels(this.deps).has(scope, input.model))) throw modelNotFound(input.model);
     }
     const methods = FINE_TUNABLE[base];
     if (!methods) {
       if (!builtinModel(base) && !input.model.startsWith("ft:"))
-        throw new ApiError(404, `The model '${input.model}' does not exist or you do not have access to it.`, { param: "model", code: "model_not_found" });
+        throw modelNotFound(input.model);
       throw invalidParam("model", `Model '${input.model}' is not available for fine-tuning. Fine-tunable models: ${Object.keys(FINE_TUNABLE).join(", ")}.`, "model_not_available");
     }
     if (!methods.includes(methodType))
@@ -307,7 +235,7 @@ export class FineTuningJobs {
     };
     // The run is enqueued first: a crash before the record is written leaves a run that finds no
     // job and ends, never a job that no run will pick up (the trainer waits briefly for the record).
-    await this.runner.enqueue(scope, TRAIN_JOB_KIND, { jobId: rec.id, run: rec.run }, { id: runJobId(rec) });
+    await this.runner.enqueue(scope, FINE_TUNING_TRAIN_JOB, { jobId: rec.id, run: rec.run }, { id: runJobId(rec) });
     await this.deps.records.atomically([
       { op: "insert", kind: JOB_KIND, scope, record: { id: rec.id, createdAt: now, tag: rec.status, data: rec } },
       eventOp(scope, rec.id, now, `Created fine-tuning job: ${rec.id}`),
@@ -337,19 +265,12 @@ export class FineTuningJobs {
   }
 
   /** Applies `change` to the job with compare-and-set (retried on a concurrent change). */
-  private async transition(scope: Scope, id: string, change: (cur: FineTuningJobRecord, now: number) => { next: FineTuningJobRecord; ops?: WriteOp[] }): Promise<FineTuningJobRecord> {
-    for (let attempt = 0; ; attempt++) {
-      const cur = await this.get(scope, id);
-      const now = this.deps.clock.now();
-      const { next, ops = [] } = change(cur.data, now);
-      try {
-        await this.deps.records.atomically([jobUpdateOp(scope, cur, next), ...ops]);
-        return next;
-      } catch (e) {
-        if (attempt < 10 && e instanceof VersionConflict && e.kind === JOB_KIND) continue;
-        throw e;
-      }
-    }
+  private transition(scope: Scope, id: string, change: (cur: FineTuningJobRecord, now: number) => { next: FineTuningJobRecord; ops?: WriteOp[] }): Promise<FineTuningJobRecord> {
+    return this.jobs.mutate(scope, id, (cur) => {
+      if (!cur) throw notFound("fine-tuning job", id, "fine_tuning_job_id");
+      const { next, ops = [] } = change(cur.data, this.deps.clock.now());
+      return { write: "update", data: next, tag: next.status, also: ops, result: next };
+    });
   }
 
   async cancel(scope: Scope, id: string): Promise<FineTuningJobRecord> {
@@ -377,7 +298,7 @@ export class FineTuningJobs {
     // As in create: the run first, then the record that lets it go on.
     const run = before.data.run + 1;
     const queued = runJobId({ id, run });
-    await this.runner.enqueue(scope, TRAIN_JOB_KIND, { jobId: id, run }, { id: queued });
+    await this.runner.enqueue(scope, FINE_TUNING_TRAIN_JOB, { jobId: id, run }, { id: queued });
     try {
       return await this.transition(scope, id, (cur, now) => {
         if (cur.status !== "paused" || cur.run !== run - 1) throw invalidState(cur, "resumed");

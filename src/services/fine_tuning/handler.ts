@@ -12,17 +12,11 @@ import { ApiError, invalidParam } from "../../common/errors.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
 import type { StoredRecord } from "../../storage/types.js";
 import { jsonOf, valueOf } from "./json.js";
-import {
-  FINE_TUNABLE,
-  type CheckpointRecord,
-  type EventRecord,
-  type FineTuningJobRecord,
-  type FineTuningJobs,
-  type Hyperparameters,
-} from "./fine-tuning.js";
-import type { CheckpointPermissions, PermissionRecord } from "./permissions.js";
+import { FINE_TUNABLE, type FineTuningJobs } from "./fine-tuning.js";
+import type { CheckpointPermissions } from "./permissions.js";
+import type { CheckpointRecord, EventRecord, FineTuningJobRecord, Hyperparameters, PermissionRecord } from "./records.js";
 import { MAX_EXAMPLE_TOKENS, MAX_EXAMPLES, MIN_EXAMPLES } from "./training-data.js";
-import { MAX_FILE_BYTES } from "../files/files.js";
+import { MAX_FILE_BYTES } from "../files/index.js";
 
 const hyperMessage = (h: Hyperparameters) => ({
   batchSize: valueOf(h.batch_size),

@@ -5,11 +5,13 @@ import { CheckpointPermissionsService, FineTuningService, GradersService } from 
 import { PythonSandbox, type GraderEngineDeps } from "../../engines/graders/index.js";
 import { LOCAL_EMBEDDING_MODEL } from "../../engines/embeddings/index.js";
 import type { ApiArea } from "../area.js";
-import { FineTuningJobs, TRAIN_JOB_KIND } from "./fine-tuning.js";
+import { filesApi } from "../files/index.js";
+import { fineTunedModels } from "../models/index.js";
+import { FineTuningJobs } from "./fine-tuning.js";
 import { createGradersService, parseGrader } from "./graders-handler.js";
 import { createCheckpointPermissionsService, createFineTuningService } from "./handler.js";
 import { CheckpointPermissions } from "./permissions.js";
-import { createTrainer } from "./trainer.js";
+import { FINE_TUNING_TRAIN_JOB, trainJob } from "./jobs.js";
 
 export interface FineTuningSettings {
   step_interval_ms: number;
@@ -58,8 +60,14 @@ export const fineTuningArea: ApiArea = {
         { desc: CheckpointPermissionsService, impl: createCheckpointPermissionsService(new CheckpointPermissions(deps)) },
       ],
       jobs: {
-        // Short leases: a killed server's training runs are picked up seconds after a restart.
-        [TRAIN_JOB_KIND]: { handler: createTrainer(deps, { stepIntervalMs: settings.step_interval_ms, graders }), options: { concurrency: 4, leaseMs: 5000 } },
+        [FINE_TUNING_TRAIN_JOB]: trainJob({
+          records: deps.records,
+          clock: deps.clock,
+          files: filesApi(deps),
+          models: fineTunedModels(deps),
+          graders,
+          stepIntervalMs: settings.step_interval_ms,
+        }),
       },
     };
   },

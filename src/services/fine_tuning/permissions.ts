@@ -8,28 +8,12 @@ import { ApiError, invalidParam, missingParam, notFound } from "../../common/err
 import { newId } from "../../common/ids.js";
 import { DuplicateRecord, type ListQuery, type Scope, type WriteOp } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
-import { FINE_TUNED_MODEL_KIND, type FineTunedModelRecord } from "../models/handler.js";
+import { fineTunedModels } from "../models/index.js";
+import { CHECKPOINT_REF_KIND, GRANT_KIND, PERMISSION_KIND, type CheckpointRef, type PermissionRecord } from "./records.js";
 
-export const CHECKPOINT_REF_KIND = "ft_checkpoint_ref";
-export const PERMISSION_KIND = "ft_checkpoint_permission";
-const GRANT_KIND = "ft_checkpoint_grant";
 
 /** The organization-wide scope the checkpoint index and permissions live in. */
 export const orgScope = (organizationId: string): Scope => ({ projectId: `~org/${organizationId}` });
-
-export interface CheckpointRef {
-  checkpoint: string;
-  projectId: string;
-  jobId: string;
-  createdAt: number;
-}
-
-export interface PermissionRecord {
-  id: string;
-  createdAt: number;
-  projectId: string;
-  checkpoint: string;
-}
 
 const grantId = (checkpoint: string, projectId: string) => `${checkpoint}|${projectId}`;
 
@@ -69,11 +53,10 @@ export class CheckpointPermissions {
       }
       const now = this.deps.clock.now();
       const rec: PermissionRecord = { id: newId("cp_"), createdAt: now, projectId, checkpoint };
-      const model: FineTunedModelRecord = { id: checkpoint, created: now, ownedBy: org };
       const ops: WriteOp[] = [
         { op: "insert", kind: GRANT_KIND, scope, record: { id: grantId(checkpoint, projectId), createdAt: now, data: { permissionId: rec.id } } },
         { op: "insert", kind: PERMISSION_KIND, scope, record: { id: rec.id, parentId: checkpoint, createdAt: now, tag: projectId, data: rec } },
-        { op: "insert", kind: FINE_TUNED_MODEL_KIND, scope: { projectId }, record: { id: checkpoint, createdAt: now, data: model } },
+        fineTunedModels(this.deps).createOp({ projectId }, { id: checkpoint, created: now, ownedBy: org }),
       ];
       try {
         await this.deps.records.atomically(ops);
@@ -101,7 +84,7 @@ export class CheckpointPermissions {
     await this.deps.records.atomically([
       { op: "delete", kind: PERMISSION_KIND, scope, id: permissionId, expectVersion: p.version },
       { op: "delete", kind: GRANT_KIND, scope, id: grantId(checkpoint, p.data.projectId) },
-      { op: "delete", kind: FINE_TUNED_MODEL_KIND, scope: { projectId: p.data.projectId }, id: checkpoint },
+      fineTunedModels(this.deps).deleteOp({ projectId: p.data.projectId }, checkpoint),
     ]);
   }
 }

@@ -9,7 +9,6 @@
 //                  "non_preferred_output": [assistant]}
 //   reinforcement  {"messages": [...], ...}: the other keys are the item the grader sees
 import { countTextTokens } from "../../engines/tokenizer/index.js";
-import type { BlobStore } from "../../storage/types.js";
 
 export const MIN_EXAMPLES = 10;
 export const MAX_EXAMPLES = 100_000;
@@ -100,11 +99,9 @@ function checkLine(method: Method, model: string, line: Record<string, unknown>,
   }
 }
 
-/** Reads and checks a whole file; `label` is "Training file" or "Validation file". */
-export async function readExamples(blobs: BlobStore, blobKey: string, method: Method, model: string, label: string): Promise<Example[]> {
-  const chunks: Buffer[] = [];
-  for await (const c of blobs.get(blobKey)) chunks.push(c as Buffer);
-  const text = Buffer.concat(chunks).toString("utf8");
+/** Checks a whole file's content; `label` is "Training file" or "Validation file". */
+export function parseExamples(content: Buffer, method: Method, model: string, label: string): Example[] {
+  const text = content.toString("utf8");
   const examples: Example[] = [];
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {

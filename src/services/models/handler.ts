@@ -4,37 +4,28 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { ModelsService } from "../../../gen/atrium/v1/models_pb.js";
 import { scopeOf } from "../../auth/principal.js";
 import { ApiError } from "../../common/errors.js";
-import { allRecords } from "../../common/pages.js";
 import type { ServiceDeps } from "../deps.js";
 import { BUILTIN_MODELS, builtinModel } from "./catalog.js";
+import { FineTunedModels } from "./fine-tuned.js";
+import { modelNotFound } from "./models.js";
 
-export const FINE_TUNED_MODEL_KIND = "fine_tuned_model";
-
-export interface FineTunedModelRecord {
-  id: string;
-  created: number;
-  ownedBy: string;
-}
-
-const modelNotFound = (id: string) =>
-  new ApiError(404, `The model '${id}' does not exist or you do not have access to it.`, { param: "model", code: "model_not_found" });
+export { FINE_TUNED_MODEL_KIND, type FineTunedModelRecord } from "./records.js";
 
 export function createModelsService(deps: ServiceDeps): ServiceImpl<typeof ModelsService> {
-  const tuned = () => deps.records.collection<FineTunedModelRecord>(FINE_TUNED_MODEL_KIND);
+  const tuned = new FineTunedModels(deps);
   const builtin = BUILTIN_MODELS.map((x) => ({ id: x.id, object: "model", created: BigInt(x.created), ownedBy: x.ownedBy, shutdownDate: x.shutdownDate ?? undefined }));
   return {
     async listModels(_req, ctx) {
-      const scope = scopeOf(ctx);
-      const own = (await allRecords(tuned(), scope, { order: "asc" })).map((r) => ({ id: r.id, object: "model", created: BigInt(r.data.created), ownedBy: r.data.ownedBy }));
+      const own = (await tuned.list(scopeOf(ctx))).map((m) => ({ id: m.id, object: "model", created: BigInt(m.created), ownedBy: m.ownedBy }));
       return { object: "list", data: own.length ? [...builtin, ...own] : builtin };
     },
 
     async getModel(req, ctx) {
       const b = builtinModel(req.model);
       if (b) return { id: b.id, object: "model", created: BigInt(b.created), ownedBy: b.ownedBy, shutdownDate: b.shutdownDate ?? undefined };
-      const r = await tuned().get(scopeOf(ctx), req.model);
-      if (!r) throw modelNotFound(req.model);
-      return { id: r.id, object: "model", created: BigInt(r.data.created), ownedBy: r.data.ownedBy };
+      const m = await tuned.get(scopeOf(ctx), req.model);
+      if (!m) throw modelNotFound(req.model);
+      return { id: m.id, object: "model", created: BigInt(m.created), ownedBy: m.ownedBy };
     },
 
     async deleteModel(req, ctx) {
@@ -44,7 +35,7 @@ export function createModelsService(deps: ServiceDeps): ServiceImpl<typeof Model
           code: "model_not_deletable",
           type: "invalid_request_error",
         });
-      if (!(await tuned().delete(scopeOf(ctx), req.model))) throw modelNotFound(req.model);
+      if (!(await tuned.delete(scopeOf(ctx), req.model))) throw modelNotFound(req.model);
       return { id: req.model, object: "model", deleted: true };
     },
   };

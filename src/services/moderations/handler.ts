@@ -13,7 +13,7 @@ import { PoolClosedError, WorkerCrashedError } from "../../engines/pool/index.js
 import { ProviderUnavailable } from "../../providers/registry.js";
 import type { ModerationInput, ModerationProvider, ModerationResponse, ModerationResult } from "../../providers/types.js";
 import { UpstreamError } from "../../providers/upstream.js";
-import { builtinModel } from "../models/catalog.js";
+import { builtinModel, modelNotFound } from "../models/index.js";
 
 export interface ModerationsServiceOptions {
   /** The provider serving the request (local or upstream), asked for per call. */
@@ -63,7 +63,7 @@ function asApiError(e: unknown, model?: string): unknown {
     if (e.code === "model_not_found") {
       // A model this server knows that does not moderate is the caller's mistake; an unknown one is not found.
       if (model !== undefined && (builtinModel(model) || model.startsWith("ft:"))) return new ApiError(400, e.message, { param: "model", code: "model_not_supported", cause: e });
-      return new ApiError(404, `The model '${model}' does not exist or you do not have access to it.`, { param: "model", code: "model_not_found", cause: e });
+      return modelNotFound(`${model}`, "model", e);
     }
     return new ApiError(400, e.message, { param: e.param, code: e.code, cause: e });
   }

@@ -7,6 +7,9 @@ import type { EmbeddingsProvider } from "../../providers/types.js";
 import type { ApiArea } from "../area.js";
 import { createModerationsService } from "./handler.js";
 
+// Batches run moderation requests through the same service.
+export { createModerationsService } from "./handler.js";
+
 export const moderationsArea: ApiArea = {
   name: "moderations",
   setup: ({ config, providers }) => {

@@ -12,8 +12,8 @@ import { fetchUrl, FetchUrlError, type FetchPolicy } from "../../common/fetch-ur
 import type { Scope } from "../../storage/types.js";
 import { ApiError, missingParam } from "../../common/errors.js";
 import type { ServiceDeps } from "../deps.js";
-import { Files } from "../files/files.js";
-import { FINE_TUNED_MODEL_KIND } from "../models/handler.js";
+import { filesApi } from "../files/index.js";
+import { fineTunedModels, modelNotFound } from "../models/index.js";
 
 /** Largest file or image the counter reads into memory (the platform's per-file input limit). */
 export const MAX_INPUT_FILE_BYTES = 50 * 1024 * 1024;
@@ -55,24 +55,23 @@ export interface CountingLookups {
 
 /** The lookups on this process's storage. */
 export function storageLookups(deps: ServiceDeps): CountingLookups {
-  const files = new Files(deps);
+  const files = filesApi(deps);
+  const models = fineTunedModels(deps);
   return {
-    hasFineTunedModel: async (scope, model) => (await deps.records.collection(FINE_TUNED_MODEL_KIND).get(scope, model)) !== undefined,
+    hasFineTunedModel: (scope, model) => models.has(scope, model),
     // Errors carry param "" so that the engine names the field that held the id
     // (input[0].content[1].file_id), not a bare "file_id".
     async readFile(scope, fileId) {
-      let rec;
+      let file;
       try {
-        rec = (await files.get(scope, fileId, "file_id")).data;
+        file = await files.get(scope, fileId, "file_id");
       } catch (e) {
         if (e instanceof ApiError && e.status === 404) throw new InputTokensError(404, "", e.message, e.errorCode ?? undefined, { cause: e });
         throw e;
       }
-      if (rec.bytes > MAX_INPUT_FILE_BYTES)
-        throw new InputTokensError(413, "", `File ${fileId} is ${rec.bytes} bytes; at most ${MAX_INPUT_FILE_BYTES} can be counted.`, "file_too_large");
-      const chunks: Buffer[] = [];
-      for await (const c of deps.blobs.get(rec.id)) chunks.push(c as Buffer);
-      return { bytes: new Uint8Array(Buffer.concat(chunks)), filename: rec.filename };
+      if (file.bytes > MAX_INPUT_FILE_BYTES)
+        throw new InputTokensError(413, "", `File ${fileId} is ${file.bytes} bytes; at most ${MAX_INPUT_FILE_BYTES} can be counted.`, "file_too_large");
+      return { bytes: new Uint8Array(await files.readAll(scope, file, { maxBytes: MAX_INPUT_FILE_BYTES })), filename: file.filename };
     },
   };
 }
@@ -95,7 +94,7 @@ export function responsesServiceWith(lookups: CountingLookups, opts: ResponsesOp
       if (req.model === undefined || req.model === "") throw missingParam("model");
       // A fine-tuned model counts with its base's encoding, but only if this project has it.
       if (req.model.startsWith("ft:") && !(await lookups.hasFineTunedModel(scope, req.model)))
-        throw new ApiError(404, `The model '${req.model}' does not exist or you do not have access to it.`, { param: "model", code: "model_not_found" });
+        throw modelNotFound(req.model);
       try {
         const result = await countInputTokens(
           requestJson(req),

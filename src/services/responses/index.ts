@@ -3,6 +3,9 @@ import { ResponsesService } from "../../../gen/atrium/v1/responses_pb.js";
 import type { ApiArea } from "../area.js";
 import { createResponsesService } from "./handler.js";
 
+// What batches run on: the service over this process's storage or over lookups a worker thread asks for.
+export { createResponsesService, responsesServiceWith, storageLookups, type CountingLookups, type ResponsesOptions } from "./handler.js";
+
 export const responsesArea: ApiArea = {
   name: "responses",
   setup: ({ deps, config }) => ({

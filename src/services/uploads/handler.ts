@@ -5,8 +5,9 @@ import { UploadsService, type AddUploadPartRequest, type UploadSchema } from "..
 import { scopeOf } from "../../auth/principal.js";
 import { missingParam } from "../../common/errors.js";
 import type { ServiceDeps } from "../deps.js";
-import { fileMessage } from "../files/handler.js";
-import { Uploads, type UploadRecord } from "./uploads.js";
+import { fileMessage } from "../files/index.js";
+import type { UploadRecord } from "./records.js";
+import { Uploads } from "./uploads.js";
 
 export function uploadMessage(u: UploadRecord): MessageInitShape<typeof UploadSchema> {
   return {

@@ -7,38 +7,13 @@ import { BlobTooLarge, VersionConflict } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { newId } from "../../common/ids.js";
 import { setTimer } from "../../jobs/expiry.js";
-import { Files, checkContentRules, checkExpiresAfter, checkPurpose, expiryFor, newFileId, type ExpiresAfterInput, type FileRecord } from "../files/files.js";
+import { PART_KIND, UPLOAD_KIND, type PartRecord, type UploadedFile, type UploadRecord } from "./records.js";
+import { checkContentRules, checkExpiresAfter, checkPurpose, expiryFor, filesApi, type ExpiresAfterInput, type FilesApi } from "../files/index.js";
 
-export const UPLOAD_KIND = "upload";
-export const PART_KIND = "upload_part";
-export const UPLOAD_TIMER = "upload-expiry";
+export const UPLOAD_TIMER = "uploads.expire";
 export const MAX_UPLOAD_BYTES = 8 * 1024 ** 3;
 export const MAX_PART_BYTES = 64 * 1024 * 1024;
 export const UPLOAD_TTL = 3600;
-
-export type UploadStatus = "pending" | "completed" | "cancelled" | "expired";
-
-export interface UploadRecord {
-  id: string;
-  bytes: number;
-  createdAt: number;
-  expiresAt: number;
-  filename: string;
-  purpose: string;
-  mimeType: string;
-  status: UploadStatus;
-  /** Lifetime of the file this upload completes into (expires_after), if given. */
-  fileTtl: number | null;
-  /** Snapshot of the File created on completion. */
-  file: FileRecord | null;
-}
-
-export interface PartRecord {
-  id: string;
-  uploadId: string;
-  createdAt: number;
-  bytes: number;
-}
 
 const JSONL_TYPES = ["application/jsonl", "application/x-ndjson", "application/json", "application/jsonlines", "text/jsonl"];
 const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
@@ -56,9 +31,9 @@ export function checkMimeType(mime: string | undefined, purpose: string): string
 }
 
 export class Uploads {
-  private readonly files: Files;
+  private readonly files: FilesApi;
   constructor(private readonly deps: ServiceDeps) {
-    this.files = new Files(deps);
+    this.files = filesApi(deps);
   }
 
   get uploads() {
@@ -164,30 +139,30 @@ export class Uploads {
     if (total !== upload.bytes)
       throw invalidParam("part_ids", `The parts listed in 'part_ids' add up to ${total} bytes, but the upload was created with bytes=${upload.bytes}.`, "bytes_mismatch");
     if (md5 !== undefined && !/^[0-9a-fA-F]{32}$/.test(md5)) throw invalidParam("md5", "Invalid 'md5': expected 32 hexadecimal characters.");
-    const fileId = newFileId();
-    const info = await this.deps.blobs.concat(fileId, parts.map((p) => p.id));
+    const fileId = this.files.newId();
+    const info = await this.files.concatContent(fileId, parts.map((p) => p.id));
     try {
       if (md5 !== undefined && info.md5?.toLowerCase() !== md5.toLowerCase())
         throw invalidParam("md5", `The MD5 checksum of the assembled content (${info.md5}) does not match 'md5' (${md5}).`, "checksum_mismatch");
       const createdAt = this.deps.clock.now();
-      const file: FileRecord = {
-        id: fileId,
-        bytes: info.bytes,
-        createdAt,
+      const created = this.files.prepare(scope, fileId, info.bytes, {
         filename: upload.filename,
         purpose: upload.purpose,
         mimeType: upload.mimeType,
+        createdAt,
         expiresAt: expiryFor(upload.purpose, createdAt, upload.fileTtl ?? undefined),
-      };
+      });
+      const { id, bytes, filename, purpose, mimeType, expiresAt } = created.file;
+      const file: UploadedFile = { id, bytes, createdAt, filename, purpose, mimeType, expiresAt };
       const done: UploadRecord = { ...upload, status: "completed", file };
       await this.deps.records.atomically([
-        { op: "insert", kind: "file", scope, record: { id: fileId, createdAt, expiresAt: file.expiresAt, tag: file.purpose, data: file } },
+        ...created.ops,
         { op: "update", kind: UPLOAD_KIND, scope, id: uploadId, data: done, expectVersion: stored.version, tag: "completed" },
       ]);
       await this.dropParts(scope, uploadId);
       return done;
     } catch (e) {
-      await this.deps.blobs.delete(fileId);
+      await this.files.discardContent(fileId);
       if (e instanceof VersionConflict) throw new ApiError(400, "The upload changed while completing; retrieve it and try again.", { param: "upload_id", code: "invalid_upload_state" });
       throw e;
     }

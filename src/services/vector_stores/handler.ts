@@ -16,7 +16,7 @@ import type { AreaCharge, RateLimits } from "../../limits/index.js";
 import { invalidParam, missingParam } from "../../common/errors.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
 import type { StoredRecord } from "../../storage/types.js";
-import type { BatchRecord, StoreRecord, VsFileRecord } from "./records.js";
+import type { FileBatchRecord, StoreRecord, VsFileRecord } from "./records.js";
 import {
   MAX_BATCH_FILES,
   checkAttributesJson,
@@ -28,6 +28,7 @@ import {
   checkStatusFilter,
   jsonOf,
 } from "./validate.js";
+import type { FileBatches } from "./file-batches.js";
 import type { AttachItem, BatchView, StoreView, VectorStores } from "./vector-stores.js";
 
 /**
@@ -172,44 +173,35 @@ async function chargedAttach<T>(limited: ReturnType<typeof vectorStoreLimits>, c
   return checked;
 }
 
-export function createVectorStoresService(vs: VectorStores, limits?: RateLimits): ServiceImpl<typeof VectorStoresService> {
+type Impl = ServiceImpl<typeof VectorStoresService>;
+type Limited = ReturnType<typeof vectorStoreLimits>;
+
+export function createVectorStoresService(vs: VectorStores, fileBatches: FileBatches, limits?: RateLimits): Impl {
   const limited = vectorStoreLimits(limits);
+  const batchCalls = fileBatchCalls(fileBatches, limited);
+  return {
+    ...storeCalls(vs, limited),
+    ...fileCalls(vs, limited),
+    // The API names the file batch calls two ways; both reach the same calls.
+    createFileBatch: batchCalls.create,
+    getFileBatch: batchCalls.get,
+    cancelFileBatch: batchCalls.cancel,
+    listFileBatchFiles: batchCalls.listFiles,
+    createFilesBatch: batchCalls.create,
+    getFilesBatch: batchCalls.get,
+    cancelFilesBatch: batchCalls.cancel,
+    listFilesBatchFiles: batchCalls.listFiles,
+  };
+}
+
+type StoreCall = "createVectorStore" | "listVectorStores" | "getVectorStore" | "updateVectorStore" | "deleteVectorStore" | "searchVectorStore";
+
+function storeCalls(vs: VectorStores, limited: Limited): Pick<Impl, StoreCall> {
   const storeOut = async (ctx: HandlerContext, rec: StoredRecord<StoreRecord>) => {
     const v = await vs.view(scopeOf(ctx), rec);
     pollHint(ctx, v.status === "in_progress");
     return storeMessage(v);
   };
-  const batchOut = async (ctx: HandlerContext, rec: StoredRecord<BatchRecord>) => {
-    const v = await vs.batchView(scopeOf(ctx), rec);
-    pollHint(ctx, v.status === "in_progress");
-    return batchMessage(v);
-  };
-
-  const batchCalls = {
-    async create(req: CreateFileBatchRequest, ctx: HandlerContext) {
-      const items = await chargedAttach(limited, ctx, req.vectorStoreId, () => batchItems(req), distinctFiles);
-      return batchOut(ctx, await vs.createBatch(scopeOf(ctx), req.vectorStoreId, items));
-    },
-    async get(req: { vectorStoreId: string; batchId: string }, ctx: HandlerContext) {
-      await limited(ctx, req.vectorStoreId);
-      return batchOut(ctx, await vs.getBatch(scopeOf(ctx), req.vectorStoreId, req.batchId));
-    },
-    async cancel(req: { vectorStoreId: string; batchId: string }, ctx: HandlerContext) {
-      await limited(ctx, req.vectorStoreId);
-      return batchOut(ctx, await vs.cancelBatch(scopeOf(ctx), req.vectorStoreId, req.batchId));
-    },
-    async listFiles(
-      req: { vectorStoreId: string; batchId: string; after?: string; before?: string; limit?: number; order?: string; filter?: string },
-      ctx: HandlerContext,
-    ) {
-      await limited(ctx, req.vectorStoreId);
-      const q = listQuery(req);
-      const status = checkStatusFilter(req.filter);
-      const page = await runList(q, (q) => vs.listBatchFiles(scopeOf(ctx), req.vectorStoreId, req.batchId, q, status));
-      return envelope(page, (r) => fileMessage(r.data));
-    },
-  };
-
   return {
     async createVectorStore(req, ctx) {
       if (req.fileIds.length > MAX_BATCH_FILES)
@@ -269,7 +261,13 @@ export function createVectorStoresService(vs: VectorStores, limits?: RateLimits)
         hasMore: false,
       };
     },
+  };
+}
 
+type FileCall = "createVectorStoreFile" | "listVectorStoreFiles" | "getVectorStoreFile" | "updateVectorStoreFile" | "deleteVectorStoreFile" | "getVectorStoreFileContent";
+
+function fileCalls(vs: VectorStores, limited: Limited): Pick<Impl, FileCall> {
+  return {
     async createVectorStoreFile(req, ctx) {
       const scope = scopeOf(ctx);
       const item: AttachItem = await chargedAttach(
@@ -325,15 +323,37 @@ export function createVectorStoresService(vs: VectorStores, limits?: RateLimits)
       const texts = await vs.fileContent(scopeOf(ctx), req.vectorStoreId, req.fileId);
       return { object: "vector_store.file_content.page", data: texts.map((text) => ({ type: "text", text })), hasMore: false };
     },
-
-    createFileBatch: batchCalls.create,
-    getFileBatch: batchCalls.get,
-    cancelFileBatch: batchCalls.cancel,
-    listFileBatchFiles: batchCalls.listFiles,
-    createFilesBatch: batchCalls.create,
-    getFilesBatch: batchCalls.get,
-    cancelFilesBatch: batchCalls.cancel,
-    listFilesBatchFiles: batchCalls.listFiles,
   };
 }
 
+function fileBatchCalls(fileBatches: FileBatches, limited: Limited) {
+  const batchOut = async (ctx: HandlerContext, rec: StoredRecord<FileBatchRecord>) => {
+    const v = await fileBatches.view(scopeOf(ctx), rec);
+    pollHint(ctx, v.status === "in_progress");
+    return batchMessage(v);
+  };
+  return {
+    async create(req: CreateFileBatchRequest, ctx: HandlerContext) {
+      const items = await chargedAttach(limited, ctx, req.vectorStoreId, () => batchItems(req), distinctFiles);
+      return batchOut(ctx, await fileBatches.create(scopeOf(ctx), req.vectorStoreId, items));
+    },
+    async get(req: { vectorStoreId: string; batchId: string }, ctx: HandlerContext) {
+      await limited(ctx, req.vectorStoreId);
+      return batchOut(ctx, await fileBatches.get(scopeOf(ctx), req.vectorStoreId, req.batchId));
+    },
+    async cancel(req: { vectorStoreId: string; batchId: string }, ctx: HandlerContext) {
+      await limited(ctx, req.vectorStoreId);
+      return batchOut(ctx, await fileBatches.cancel(scopeOf(ctx), req.vectorStoreId, req.batchId));
+    },
+    async listFiles(
+      req: { vectorStoreId: string; batchId: string; after?: string; before?: string; limit?: number; order?: string; filter?: string },
+      ctx: HandlerContext,
+    ) {
+      await limited(ctx, req.vectorStoreId);
+      const q = listQuery(req);
+      const status = checkStatusFilter(req.filter);
+      const page = await runList(q, (q) => fileBatches.listFiles(scopeOf(ctx), req.vectorStoreId, req.batchId, q, status));
+      return envelope(page, (r) => fileMessage(r.data));
+    },
+  };
+}

@@ -3,30 +3,38 @@
 // embeddings provider (the local sentence encoder, or an upstream) for vectors.
 import { VectorStoresService } from "../../../gen/atrium/v1/vector_stores_pb.js";
 import { Ingester } from "../../engines/ingest/index.js";
-import { SqliteSearchIndex } from "../../engines/search/index.js";
+import { SEARCH_MIGRATION, SqliteSearchIndex } from "../../engines/search/index.js";
 import type { SqliteRecordStore } from "../../storage/sqlite-records.js";
-import type { ApiArea } from "../area.js";
 import type { TimerData } from "../../jobs/index.js";
+import type { ApiArea } from "../area.js";
+import { filesApi } from "../files/index.js";
 import { denseEnabledFromEnv, denseSource } from "./embedder.js";
+import { FileBatches } from "./file-batches.js";
 import { createVectorStoresService } from "./handler.js";
-import { INGEST_JOB_KIND, INGEST_OPTIONS, ingestHandler, settleAbandoned } from "./jobs.js";
-import { EXPIRY_TIMER_KIND, VectorStores, type IngestPayload } from "./vector-stores.js";
+import { ingestJob, settleAbandoned, type IngestJobDeps } from "./jobs.js";
+import { KIND_NAMES_MIGRATION } from "./records.js";
+import { EXPIRY_TIMER_KIND, VECTOR_STORES_INGEST_JOB, VectorStores, type IngestPayload } from "./vector-stores.js";
 
 export const vectorStoresArea: ApiArea = {
   name: "vector_stores",
+  // The search index's tables live in the record store's SQLite file; KIND_NAMES_MIGRATION keeps
+  // queued work of a data directory that used the earlier job and timer kinds.
+  migrations: [SEARCH_MIGRATION, KIND_NAMES_MIGRATION],
   setup: ({ deps, providers, jobs, limits }) => {
-    const index = SqliteSearchIndex.fromStore(deps.records as SqliteRecordStore);
+    const index = new SqliteSearchIndex((deps.records as SqliteRecordStore).db);
     const ingester = new Ingester(); // its worker starts with the first file
-    const vs = new VectorStores(deps, index, jobs, denseSource(providers, denseEnabledFromEnv()), ingester);
+    const dense = denseSource(providers, denseEnabledFromEnv());
+    const vs = new VectorStores(deps, filesApi(deps), index, jobs, dense, ingester);
+    const ingestDeps: IngestJobDeps = { vectorStores: vs, index, ingester, jobs, dense };
     // A job the runner gave up on (its process kept dying) must not leave its file in progress.
-    jobs.onFinished(INGEST_JOB_KIND, async (job) => {
-      if (job.state !== "succeeded") await settleAbandoned(vs, job.scope, job.payload as IngestPayload, job.lastError);
+    jobs.onFinished(VECTOR_STORES_INGEST_JOB, async (job) => {
+      if (job.state !== "succeeded") await settleAbandoned(ingestDeps, job.scope, job.payload as IngestPayload, job.lastError);
     });
     return {
-      services: [{ desc: VectorStoresService, impl: createVectorStoresService(vs, limits) }],
+      services: [{ desc: VectorStoresService, impl: createVectorStoresService(vs, new FileBatches(deps, vs, jobs, index), limits) }],
       // Deleting a File (or its expiry) detaches it from every store.
       onFileDeleted: (scope, fileId) => vs.onFileDeleted(scope, fileId),
-      jobs: { [INGEST_JOB_KIND]: { handler: ingestHandler(vs), options: INGEST_OPTIONS } },
+      jobs: { [VECTOR_STORES_INGEST_JOB]: ingestJob(ingestDeps) },
       expiry: { [EXPIRY_TIMER_KIND]: (scope, rec) => vs.onExpiryTimer(scope, (rec.data as TimerData).targetId) },
       stop: async () => {
         await ingester.close();

@@ -1,4 +1,4 @@
-// The ingestion job: one per attached file (vector_store.ingest), run by the durable job runner
+// The ingestion job: one per attached file (VECTOR_STORES_INGEST_JOB), run by the durable job runner
 // with bounded concurrency. extract → chunk (the ingest engine's worker threads) → embed (batches,
 // through the provider) → index.
 //
@@ -13,14 +13,26 @@
 // its batch cancelled (it removes what it indexed), or attached again (the newer job, which waits
 // for this one to end, clears the file's chunks before indexing).
 import { setImmediate } from "node:timers/promises";
-import type { JobContext, JobHandler, KindOptions } from "../../jobs/index.js";
+import type { JobContext, JobHandler, JobRunner, KindOptions } from "../../jobs/index.js";
 import { JobAborted, TERMINAL_STATES } from "../../jobs/index.js";
-import { IngestError, type Chunk } from "../../engines/ingest/index.js";
-import type { ChunkInput } from "../../engines/search/index.js";
+import { IngestError, type Chunk, type Ingester } from "../../engines/ingest/index.js";
+import type { ChunkInput, SearchIndex } from "../../engines/search/index.js";
 import type { Scope } from "../../storage/types.js";
-import { describeEmbedder, embedTexts, sameEmbedder, type DenseSetup } from "./embedder.js";
+import { describeEmbedder, embedTexts, sameEmbedder, type DenseSetup, type DenseSource } from "./embedder.js";
 import { chunkId, type FileError, type VsFileRecord } from "./records.js";
-import { INGEST_JOB_KIND, type IngestPayload, type VectorStores } from "./vector-stores.js";
+import { VECTOR_STORES_INGEST_JOB, type IngestPayload, type VectorStores } from "./vector-stores.js";
+
+/** What the ingestion job works with. */
+export interface IngestJobDeps {
+  /** The area's rules: where an attachment stands, how a file's processing ends, a File's bytes. */
+  vectorStores: Pick<VectorStores, "attachment" | "settleFile" | "readFile" | "embedderOf">;
+  index: Pick<SearchIndex, "addChunks" | "removeFile">;
+  ingester: Pick<Ingester, "parse">;
+  /** The job runner, to see whether an earlier attachment's job has ended. */
+  jobs: Pick<JobRunner, "get">;
+  /** The server's current embedder; null: lexical only. */
+  dense: DenseSource;
+}
 
 interface IngestCheckpoint {
   /** Chunks 0..indexed-1 are in the index. */
@@ -38,7 +50,7 @@ const BATCH = 16;
 const EMBED_AHEAD = 2;
 const MAX_ATTEMPTS = 4;
 
-export const INGEST_OPTIONS: KindOptions = {
+const INGEST_OPTIONS: KindOptions = {
   // Extraction and chunking run in the ingest workers, embedding in the provider's: two files at
   // once keep the embedder busy while the other file is parsed or indexed.
   concurrency: 2,
@@ -48,7 +60,7 @@ export const INGEST_OPTIONS: KindOptions = {
   leaseMs: 10_000,
 };
 
-export { INGEST_JOB_KIND };
+export { VECTOR_STORES_INGEST_JOB };
 
 /** A failure that retrying cannot fix: the file ends failed with this error. */
 class FileFailed extends Error {
@@ -57,57 +69,62 @@ class FileFailed extends Error {
   }
 }
 
-export function ingestHandler(vs: VectorStores): JobHandler<IngestPayload, void, IngestCheckpoint> {
-  return async (ctx) => {
-    const p = ctx.job.payload;
-    const scope = ctx.job.scope;
-    const at = await vs.attachment(scope, p);
-    if (at.state === "missing") {
-      // The request that enqueued this job writes the record right after; a record that never
-      // comes means that request failed.
-      if (ctx.job.attempt < MAX_ATTEMPTS) throw new Error("the file's record is not written yet");
-      return;
-    }
-    if (at.state !== "current") return;
-    const file = at.record.data;
-    if (file.supersedes) {
-      const earlier = await vs.jobs.get(file.supersedes);
-      if (earlier && !TERMINAL_STATES.has(earlier.state)) throw new Error("waiting for the file's earlier ingestion to stop");
-    }
-    try {
-      await ingest(vs, ctx, scope, file);
-    } catch (e) {
-      if (e instanceof JobAborted) {
-        if (e.why === "cancelled") await standDown(vs, scope, p);
-        throw e;
-      }
-      const error: FileError | undefined =
-        e instanceof FileFailed
-          ? e.error
-          : e instanceof IngestError
-            ? { code: e.code, message: e.message }
-            : ctx.job.attempt >= MAX_ATTEMPTS
-              ? { code: "server_error", message: `The file could not be processed: ${(e as Error).message}` }
-              : undefined;
-      if (!error) throw e; // transient: the runner retries after a backoff
-      await vs.index.removeFile(p.storeId, p.fileId);
-      await vs.settleFile(scope, p.storeId, p.fileId, p.attachId, () => ({ status: "failed", lastError: error, usageBytes: 0, chunks: 0 }), (ops) =>
-        ctx.complete(undefined, ops),
-      );
-    }
-  };
+/** The job that ingests one attached file. */
+export function ingestJob(deps: IngestJobDeps): { handler: JobHandler<IngestPayload, void, IngestCheckpoint>; options: KindOptions } {
+  return { handler: (ctx) => ingestAttachment(deps, ctx), options: INGEST_OPTIONS };
 }
 
-async function ingest(vs: VectorStores, ctx: JobContext<IngestPayload, IngestCheckpoint>, scope: Scope, file: VsFileRecord): Promise<void> {
+async function ingestAttachment(deps: IngestJobDeps, ctx: JobContext<IngestPayload, IngestCheckpoint>): Promise<void> {
+  const vs = deps.vectorStores;
+  const p = ctx.job.payload;
+  const scope = ctx.job.scope;
+  const at = await vs.attachment(scope, p);
+  if (at.state === "missing") {
+    // The request that enqueued this job writes the record right after; a record that never
+    // comes means that request failed.
+    if (ctx.job.attempt < MAX_ATTEMPTS) throw new Error("the file's record is not written yet");
+    return;
+  }
+  if (at.state !== "current") return;
+  const file = at.record.data;
+  if (file.supersedes) {
+    const earlier = await deps.jobs.get(file.supersedes);
+    if (earlier && !TERMINAL_STATES.has(earlier.state)) throw new Error("waiting for the file's earlier ingestion to stop");
+  }
+  try {
+    await ingest(deps, ctx, scope, file);
+  } catch (e) {
+    if (e instanceof JobAborted) {
+      if (e.why === "cancelled") await standDown(deps, scope, p);
+      throw e;
+    }
+    const error: FileError | undefined =
+      e instanceof FileFailed
+        ? e.error
+        : e instanceof IngestError
+          ? { code: e.code, message: e.message }
+          : ctx.job.attempt >= MAX_ATTEMPTS
+            ? { code: "server_error", message: `The file could not be processed: ${(e as Error).message}` }
+            : undefined;
+    if (!error) throw e; // transient: the runner retries after a backoff
+    await deps.index.removeFile(p.storeId, p.fileId);
+    await vs.settleFile(scope, p.storeId, p.fileId, p.attachId, () => ({ status: "failed", lastError: error, usageBytes: 0, chunks: 0 }), (ops) =>
+      ctx.complete(undefined, ops),
+    );
+  }
+}
+
+async function ingest(deps: IngestJobDeps, ctx: JobContext<IngestPayload, IngestCheckpoint>, scope: Scope, file: VsFileRecord): Promise<void> {
+  const vs = deps.vectorStores;
   const { storeId, fileId } = file;
   const resumed = ctx.job.checkpoint !== undefined;
   // Leftovers of an earlier attachment of the same file (its job has ended, see above).
-  if (!resumed) await vs.index.removeFile(storeId, fileId);
+  if (!resumed) await deps.index.removeFile(storeId, fileId);
 
-  const dense = await storeEmbedder(vs, scope, storeId);
+  const dense = await storeEmbedder(deps, scope, storeId);
   const bytes = await vs.readFile(scope, fileId);
   if (!bytes) throw new FileFailed({ code: "invalid_file", message: `File ${fileId} was deleted before it could be processed.` });
-  const { chunks, chunkBytes } = await vs.ingester.parse(bytes, file.filename, file.chunking, { signal: ctx.signal });
+  const { chunks, chunkBytes } = await deps.ingester.parse(bytes, file.filename, file.chunking, { signal: ctx.signal });
   if (chunks.length === 0) throw new IngestError("invalid_file", `No text could be extracted from ${file.filename}.`);
 
   // Embedding runs EMBED_AHEAD batches ahead of indexing (in the provider's workers): when the
@@ -137,9 +154,9 @@ async function ingest(vs: VectorStores, ctx: JobContext<IngestPayload, IngestChe
       embedAhead();
       // Attributes are read now, not at the start: an update during ingestion must not be undone.
       const at = await vs.attachment(scope, { storeId, fileId, attachId: file.attachId });
-      if (at.state !== "current") return await standDown(vs, scope, { storeId, fileId, attachId: file.attachId });
+      if (at.state !== "current") return await standDown(deps, scope, { storeId, fileId, attachId: file.attachId });
       const attributes = at.record.data.attributes ?? {};
-      await vs.index.addChunks(storeId, chunks.slice(from, from + BATCH).map((c, i): ChunkInput => chunkInput(fileId, c, attributes, vectors?.[i])));
+      await deps.index.addChunks(storeId, chunks.slice(from, from + BATCH).map((c, i): ChunkInput => chunkInput(fileId, c, attributes, vectors?.[i])));
       await ctx.checkpoint({ indexed: Math.min(chunks.length, from + BATCH) });
       // Every await above may resolve at once (SQLite is synchronous): without this, a lexical-only
       // file would be indexed in one unbroken run of microtasks, holding the event loop throughout.
@@ -153,7 +170,7 @@ async function ingest(vs: VectorStores, ctx: JobContext<IngestPayload, IngestChe
   const written = await vs.settleFile(scope, storeId, fileId, file.attachId, () => ({ status: "completed", usageBytes, chunks: chunks.length }), (ops) =>
     ctx.complete(undefined, ops),
   );
-  if (!written) await standDown(vs, scope, { storeId, fileId, attachId: file.attachId });
+  if (!written) await standDown(deps, scope, { storeId, fileId, attachId: file.attachId });
 }
 
 function chunkInput(fileId: string, c: Chunk, attributes: Record<string, string | number | boolean>, vector: Float32Array | undefined): ChunkInput {
@@ -165,16 +182,15 @@ function vectorLength(dense: DenseSetup): number {
 }
 
 /** The attachment went away mid-run: remove what this job indexed, unless a newer job owns the file now. */
-async function standDown(vs: VectorStores, scope: Scope, p: IngestPayload): Promise<void> {
-  const at = await vs.attachment(scope, p);
-  if (at.state === "gone") await vs.index.removeFile(p.storeId, p.fileId);
+async function standDown(deps: IngestJobDeps, scope: Scope, p: IngestPayload): Promise<void> {
+  const at = await deps.vectorStores.attachment(scope, p);
+  if (at.state === "gone") await deps.index.removeFile(p.storeId, p.fileId);
 }
 
 /** The embedder the store's vectors come from, which must be the server's current one; null: lexical only. */
-async function storeEmbedder(vs: VectorStores, scope: Scope, storeId: string): Promise<DenseSetup | null> {
-  const store = await vs.stores.get(scope, storeId);
-  const embedder = store?.data.embedder ?? null;
-  const current = vs.dense();
+async function storeEmbedder(deps: IngestJobDeps, scope: Scope, storeId: string): Promise<DenseSetup | null> {
+  const embedder = await deps.vectorStores.embedderOf(scope, storeId);
+  const current = deps.dense();
   if (!sameEmbedder(embedder, current?.embedder ?? null))
     throw new FileFailed({
       code: "server_error",
@@ -187,8 +203,8 @@ async function storeEmbedder(vs: VectorStores, scope: Scope, storeId: string): P
  * For the runner's finished-listener: a job that ended failed or cancelled without settling its
  * file (the runner gave up after repeated crashes) leaves the file failed, not in progress forever.
  */
-export async function settleAbandoned(vs: VectorStores, scope: Scope, p: IngestPayload, lastError: string | null): Promise<void> {
+export async function settleAbandoned(deps: IngestJobDeps, scope: Scope, p: IngestPayload, lastError: string | null): Promise<void> {
   const error: FileError = { code: "server_error", message: `The file could not be processed${lastError ? `: ${lastError}` : "."}` };
-  const settled = await vs.settleFile(scope, p.storeId, p.fileId, p.attachId, () => ({ status: "failed", lastError: error, usageBytes: 0, chunks: 0 }));
-  if (settled) await vs.index.removeFile(p.storeId, p.fileId);
+  const settled = await deps.vectorStores.settleFile(scope, p.storeId, p.fileId, p.attachId, () => ({ status: "failed", lastError: error, usageBytes: 0, chunks: 0 }));
+  if (settled) await deps.index.removeFile(p.storeId, p.fileId);
 }

@@ -14,10 +14,23 @@ import type { AttributeValue } from "../../common/metadata.js";
 export const STORE_KIND = "vector_store";
 export const VS_FILE_KIND = "vector_store.file";
 export const FILE_REF_KIND = "vector_store.file_ref";
-export const BATCH_KIND = "vector_store.file_batch";
-export const BATCH_FILE_KIND = "vector_store.file_batch.file";
-/** The durable expiry timer of a store: timerKind(EXPIRY_TIMER), one per (store, due time). */
-export const EXPIRY_TIMER = "vector_store_expiry";
+export const FILE_BATCH_KIND = "vector_store.file_batch";
+export const FILE_BATCH_MEMBER_KIND = "vector_store.file_batch.file";
+/** The durable expiry timer of a store: timerKind(VECTOR_STORES_EXPIRE_TIMER), one per (store, due time). */
+export const VECTOR_STORES_EXPIRE_TIMER = "vector_stores.expire";
+
+/**
+ * Renames queued or running ingestion jobs and pending expiry timers of a data directory written
+ * with the kinds `vector_store.ingest` and `timer:vector_store_expiry` to the <area>.<verb> names,
+ * so their work is still picked up (a job or timer of an unregistered kind never runs).
+ */
+export const KIND_NAMES_MIGRATION = {
+  id: "vector_stores/0001_kind_names",
+  sql: `
+    UPDATE jobs SET kind = 'vector_stores.ingest' WHERE kind = 'vector_store.ingest';
+    UPDATE records SET kind = 'timer:vector_stores.expire' WHERE kind = 'timer:vector_store_expiry';
+  `,
+};
 
 export type FileStatus = "in_progress" | "completed" | "failed" | "cancelled";
 export const FILE_STATUSES: readonly FileStatus[] = ["in_progress", "completed", "failed", "cancelled"];
@@ -80,14 +93,14 @@ export interface FileRefRecord {
   storeId: string;
 }
 
-export interface BatchRecord {
+export interface FileBatchRecord {
   id: string;
   storeId: string;
   createdAt: number;
   cancelled: boolean;
 }
 
-export interface BatchFileRecord {
+export interface FileBatchMemberRecord {
   storeId: string;
   fileId: string;
 }

@@ -6,15 +6,13 @@ import type { ChunkingStrategy, RankingOptions, VectorStoreExpiresAfter } from "
 import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
 import { checkAttributes, checkMetadata } from "../../common/metadata.js";
 import { AUTO_CHUNKING, MAX_CHUNK_TOKENS, MIN_CHUNK_TOKENS } from "../../engines/ingest/index.js";
-import { FilterError, validateFilter, type Filter } from "../../engines/search/index.js";
+import { FilterError, MAX_QUERIES, validateFilter, type Filter } from "../../engines/search/index.js";
 import { FILE_STATUSES, type Attributes, type Chunking, type FileStatus } from "./records.js";
 
 /** Spec 8: at most 2000 files per batch (and, here, per store creation). */
 export const MAX_BATCH_FILES = 2000;
 export const MAX_RESULTS = 50;
 export const DEFAULT_RESULTS = 10;
-/** Queries per search: each one is run (and embedded) on its own. */
-export const MAX_QUERIES = 20;
 export const MAX_EXPIRY_DAYS = 365;
 export const RANKERS = ["none", "auto", "default-2024-11-15"] as const;
 export type Ranker = (typeof RANKERS)[number];

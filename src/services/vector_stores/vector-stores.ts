@@ -1,6 +1,7 @@
 // Vector stores: the domain rules (spec 2.3-2.5, 3, 4.3, 4.4) over the record store, the search
-// index and the job runner. The service (handler.ts) maps messages onto this; the ingestion job
-// (jobs.ts) calls back into it to read and settle the files it processes.
+// index and the job runner. The service (handler.ts) maps messages onto this; file batches
+// (file-batches.ts) and search (search.ts) build on it, and the ingestion job (jobs.ts) calls
+// back into it to read and settle the files it processes.
 //
 // States (spec 3 leaves most moves unstated; these are the choices):
 //   store:  completed ⇄ in_progress (while any of its files is)  ──expires_at passes──> expired (final)
@@ -15,111 +16,64 @@ import { ApiError, notFound } from "../../common/errors.js";
 import { newId } from "../../common/ids.js";
 import { allRecords } from "../../common/pages.js";
 import type { JobRunner } from "../../jobs/index.js";
-import type { SearchHit, SearchIndex } from "../../engines/search/index.js";
-import { rewriteQuery } from "../../engines/search/index.js";
+import type { SearchIndex } from "../../engines/search/index.js";
 import { IngestError, type Ingester } from "../../engines/ingest/index.js";
 import { DuplicateRecord, VersionConflict, type ListQuery, type Scope, type StoredRecord, type WriteOp } from "../../storage/types.js";
 import { setTimer, timerKind } from "../../jobs/index.js";
 import type { ServiceDeps } from "../deps.js";
-import { FILE_KIND, type FileRecord } from "../files/files.js";
-import { describeEmbedder, embedTexts, sameEmbedder, type DenseSource } from "./embedder.js";
+import type { FilesApi, FileView } from "../files/index.js";
+import { describeEmbedder, sameEmbedder, type DenseSource } from "./embedder.js";
 import {
-  BATCH_FILE_KIND,
-  BATCH_KIND,
-  EXPIRY_TIMER,
+  FILE_BATCH_KIND,
+  FILE_BATCH_MEMBER_KIND,
   FILE_REF_KIND,
-  FILE_STATUSES,
   STORE_KIND,
+  VECTOR_STORES_EXPIRE_TIMER,
   VS_FILE_KIND,
   batchFileId,
   fileRefId,
   ingestJobId,
   vsFileId,
   type Attributes,
-  type BatchFileRecord,
-  type BatchRecord,
-  type Chunking,
-  type FileError,
+  type FileBatchMemberRecord,
+  type FileBatchRecord,
+  type Embedder,
   type FileRefRecord,
   type FileStatus,
   type StoreRecord,
   type VsFileRecord,
 } from "./records.js";
+import { searchStore, type StoreHit } from "./search.js";
 import type { ExpiresAfter, SearchParams } from "./validate.js";
+import { countByStatus, type AttachItem, type Attachment, type IngestPayload, type StoreStatus, type StoreView } from "./views.js";
 
-export const INGEST_JOB_KIND = "vector_store.ingest";
+/** The ingestion job of one attached file (jobs.ts). */
+export const VECTOR_STORES_INGEST_JOB = "vector_stores.ingest";
 const DAY = 24 * 3600;
 
-export interface FileCounts {
-  in_progress: number;
-  completed: number;
-  failed: number;
-  cancelled: number;
-  total: number;
-}
-
-export type StoreStatus = "expired" | "in_progress" | "completed";
-export type BatchStatus = "in_progress" | "completed" | "cancelled" | "failed";
-
-export interface StoreView {
-  store: StoreRecord;
-  counts: FileCounts;
-  usageBytes: number;
-  status: StoreStatus;
-  expiresAt: number | null;
-}
-
-export interface BatchView {
-  batch: BatchRecord;
-  counts: FileCounts;
-  status: BatchStatus;
-}
-
-/** One file to attach: from AttachVectorStoreFile, a batch's file_ids or files, or CreateVectorStore. */
-export interface AttachItem {
-  fileId: string;
-  /** The request field that named it (404s name it). */
-  param: string;
-  attributes: Attributes | null;
-  chunking: Chunking;
-}
-
-export interface IngestPayload {
-  storeId: string;
-  fileId: string;
-  attachId: string;
-}
-
-/** What became of an attachment while its job was away. */
-export type Attachment =
-  | { state: "current"; record: StoredRecord<VsFileRecord> }
-  /** Attached again since: a newer job owns the file's chunks. */
-  | { state: "superseded" }
-  /** Detached, its store deleted, or no longer in progress (cancelled): its chunks must go. */
-  | { state: "gone" }
-  /** No record (yet): the request that enqueued the job may not have written it. */
-  | { state: "missing" };
+export type { AttachItem, Attachment, BatchStatus, BatchView, FileCounts, IngestPayload, StoreStatus, StoreView } from "./views.js";
 
 export class VectorStores {
-  readonly stores;
-  readonly files;
-  readonly refs;
-  readonly batches;
-  readonly members;
+  private readonly stores;
+  private readonly files;
+  private readonly refs;
+  private readonly batches;
+  private readonly members;
 
   constructor(
-    readonly deps: ServiceDeps,
-    readonly index: SearchIndex,
-    readonly jobs: JobRunner,
-    readonly dense: DenseSource,
-    readonly ingester: Ingester,
+    private readonly deps: ServiceDeps,
+    private readonly fileStore: Pick<FilesApi, "find" | "readAll">,
+    private readonly index: SearchIndex,
+    private readonly jobs: JobRunner,
+    private readonly dense: DenseSource,
+    private readonly ingester: Pick<Ingester, "extract">,
   ) {
     const r = deps.records;
     this.stores = r.collection<StoreRecord>(STORE_KIND);
     this.files = r.collection<VsFileRecord>(VS_FILE_KIND);
     this.refs = r.collection<FileRefRecord>(FILE_REF_KIND);
-    this.batches = r.collection<BatchRecord>(BATCH_KIND);
-    this.members = r.collection<BatchFileRecord>(BATCH_FILE_KIND);
+    this.batches = r.collection<FileBatchRecord>(FILE_BATCH_KIND);
+    this.members = r.collection<FileBatchMemberRecord>(FILE_BATCH_MEMBER_KIND);
   }
 
   private now() {
@@ -172,7 +126,7 @@ export class VectorStores {
   }
 
   async view(scope: Scope, rec: StoredRecord<StoreRecord>): Promise<StoreView> {
-    const counts = await this.counts(scope, this.files, rec.id);
+    const counts = await countByStatus(scope, this.files, rec.id);
     const { bytes } = await this.index.stats(rec.id);
     const expired = rec.data.expired || this.isPastExpiry(rec.data); // lists do not go through get()
     const status: StoreStatus = expired ? "expired" : counts.in_progress > 0 ? "in_progress" : "completed";
@@ -206,8 +160,8 @@ export class VectorStores {
     const ops: WriteOp[] = [{ op: "delete", kind: STORE_KIND, scope, id }];
     for (const f of files) ops.push(this.del(VS_FILE_KIND, scope, f.id), this.del(FILE_REF_KIND, scope, fileRefId(f.data.fileId, id)));
     for (const b of batches) {
-      ops.push(this.del(BATCH_KIND, scope, b.id));
-      for (const m of await allRecords(this.members, scope, { parentId: b.id, order: "asc" })) ops.push(this.del(BATCH_FILE_KIND, scope, m.id));
+      ops.push(this.del(FILE_BATCH_KIND, scope, b.id));
+      for (const m of await allRecords(this.members, scope, { parentId: b.id, order: "asc" })) ops.push(this.del(FILE_BATCH_MEMBER_KIND, scope, m.id));
     }
     await this.deps.records.atomically(ops);
     // The records are gone, so running jobs stand down at their next check; stop them sooner.
@@ -244,7 +198,7 @@ export class VectorStores {
     const at = expiresAtOf(s);
     if (at === null || s.expired) return;
     try {
-      await setTimer(this.deps.records, EXPIRY_TIMER, scope, `${s.id}:${at}`, at);
+      await setTimer(this.deps.records, VECTOR_STORES_EXPIRE_TIMER, scope, `${s.id}:${at}`, at);
     } catch (e) {
       if (!(e instanceof DuplicateRecord)) throw e;
     }
@@ -260,31 +214,25 @@ export class VectorStores {
   }
 
   /** Read-modify-write of a store with compare-and-set, retried when another write came first. */
-  private async mutateStore(scope: Scope, id: string, change: (s: StoreRecord) => StoreRecord): Promise<StoredRecord<StoreRecord>> {
-    for (let attempt = 0; ; attempt++) {
-      const rec = await this.stores.get(scope, id);
+  private mutateStore(scope: Scope, id: string, change: (s: StoreRecord) => StoreRecord): Promise<StoredRecord<StoreRecord>> {
+    return this.stores.mutate(scope, id, (rec) => {
       if (!rec) throw notFound("vector store", id, "vector_store_id");
       const data = change(rec.data);
-      if (data === rec.data) return rec;
-      try {
-        const updated = await this.stores.update(scope, id, data, { expectVersion: rec.version });
-        if (updated) return updated;
-      } catch (e) {
-        if (!(e instanceof VersionConflict) || attempt >= 10) throw e;
-      }
-    }
+      if (data === rec.data) return { write: "none", result: rec };
+      // Each write moves a record's version on by one.
+      return { write: "update", data, result: { ...rec, data, version: rec.version + 1 } };
+    });
   }
 
   // ---- files ----
 
   /** The Files behind `items`, in order; 404 naming the request field for one that does not exist. */
-  async loadFiles(scope: Scope, items: AttachItem[]): Promise<FileRecord[]> {
-    const files = this.deps.records.collection<FileRecord>(FILE_KIND);
-    const out: FileRecord[] = [];
+  async loadFiles(scope: Scope, items: AttachItem[]): Promise<FileView[]> {
+    const out: FileView[] = [];
     for (const item of items) {
-      const f = await files.get(scope, item.fileId);
+      const f = await this.fileStore.find(scope, item.fileId);
       if (!f) throw notFound("file", item.fileId, item.param);
-      out.push(f.data);
+      out.push(f);
     }
     return out;
   }
@@ -298,12 +246,12 @@ export class VectorStores {
    * and retries shortly, whereas records written first would be stranded without a job by a crash
    * in between.
    */
-  async attach(scope: Scope, store: StoredRecord<StoreRecord>, requested: AttachItem[], requestedFiles: FileRecord[], batchId: string | null): Promise<void> {
+  async attach(scope: Scope, store: StoredRecord<StoreRecord>, requested: AttachItem[], requestedFiles: FileView[], batchId: string | null): Promise<void> {
     const storeId = store.id;
     // A file named twice in one request is attached once (its first mention counts).
     const seen = new Set<string>();
     const items: AttachItem[] = [];
-    const files: FileRecord[] = [];
+    const files: FileView[] = [];
     requested.forEach((item, i) => {
       if (seen.has(item.fileId)) return;
       seen.add(item.fileId);
@@ -351,7 +299,7 @@ export class VectorStores {
       };
       if (existing) {
         ops.push({ op: "update", kind: VS_FILE_KIND, scope, id: existing.id, data, tag: "in_progress", expectVersion: existing.version });
-        if (existing.data.batchId && existing.data.batchId !== batchId) ops.push(this.del(BATCH_FILE_KIND, scope, batchFileId(existing.data.batchId, item.fileId)));
+        if (existing.data.batchId && existing.data.batchId !== batchId) ops.push(this.del(FILE_BATCH_MEMBER_KIND, scope, batchFileId(existing.data.batchId, item.fileId)));
         superseded.push(data.supersedes!);
       } else {
         ops.push({ op: "insert", kind: VS_FILE_KIND, scope, record: { id: vsFileId(storeId, item.fileId), parentId: storeId, createdAt: now, tag: "in_progress", data } });
@@ -359,10 +307,10 @@ export class VectorStores {
       }
       if (batchId) {
         const member = { storeId, fileId: item.fileId };
-        if (existing?.data.batchId === batchId) ops.push({ op: "update", kind: BATCH_FILE_KIND, scope, id: batchFileId(batchId, item.fileId), data: member, tag: "in_progress" });
-        else ops.push({ op: "insert", kind: BATCH_FILE_KIND, scope, record: { id: batchFileId(batchId, item.fileId), parentId: batchId, createdAt: now, tag: "in_progress", data: member } });
+        if (existing?.data.batchId === batchId) ops.push({ op: "update", kind: FILE_BATCH_MEMBER_KIND, scope, id: batchFileId(batchId, item.fileId), data: member, tag: "in_progress" });
+        else ops.push({ op: "insert", kind: FILE_BATCH_MEMBER_KIND, scope, record: { id: batchFileId(batchId, item.fileId), parentId: batchId, createdAt: now, tag: "in_progress", data: member } });
       }
-      jobs.push({ scope, kind: INGEST_JOB_KIND, payload: { storeId, fileId: item.fileId, attachId }, id: ingestJobId(storeId, item.fileId, attachId) });
+      jobs.push({ scope, kind: VECTOR_STORES_INGEST_JOB, payload: { storeId, fileId: item.fileId, attachId }, id: ingestJobId(storeId, item.fileId, attachId) });
     }
 
     await this.jobs.enqueueMany(jobs);
@@ -384,6 +332,11 @@ export class VectorStores {
     return rec;
   }
 
+  /** The store's record of File `fileId`, if it is attached. */
+  async findFile(scope: Scope, storeId: string, fileId: string): Promise<StoredRecord<VsFileRecord> | undefined> {
+    return this.files.get(scope, vsFileId(storeId, fileId));
+  }
+
   /** A page of the store's files; `after`/`before` are File ids, as the API shows them. */
   async listFiles(scope: Scope, storeId: string, q: ListQuery, status: FileStatus | undefined) {
     await this.get(scope, storeId);
@@ -393,19 +346,16 @@ export class VectorStores {
 
   async updateFileAttributes(scope: Scope, storeId: string, fileId: string, attributes: Attributes | null): Promise<StoredRecord<VsFileRecord>> {
     await this.getUsable(scope, storeId);
-    for (let attempt = 0; ; attempt++) {
-      const rec = await this.getFile(scope, storeId, fileId);
-      try {
-        const updated = await this.files.update(scope, rec.id, { ...rec.data, attributes }, { expectVersion: rec.version });
-        if (!updated) throw notFound("vector store file", fileId, "file_id");
-        // Filters see the new attributes at once. (A job still indexing reads them from the record.)
-        await this.index.updateAttributes(storeId, fileId, attributes ?? {});
-        await this.touch(scope, storeId);
-        return updated;
-      } catch (e) {
-        if (!(e instanceof VersionConflict) || attempt >= 10) throw e;
-      }
-    }
+    await this.getFile(scope, storeId, fileId);
+    const updated = await this.files.mutate(scope, vsFileId(storeId, fileId), (rec) => {
+      if (!rec) throw notFound("vector store file", fileId, "file_id");
+      const data = { ...rec.data, attributes };
+      return { write: "update", data, result: { ...rec, data, version: rec.version + 1 } };
+    });
+    // Filters see the new attributes at once. (A job still indexing reads them from the record.)
+    await this.index.updateAttributes(storeId, fileId, attributes ?? {});
+    await this.touch(scope, storeId);
+    return updated;
   }
 
   /** Removes the file from the store: its record and its chunks. The File stays. */
@@ -418,7 +368,7 @@ export class VectorStores {
   private async dropFile(scope: Scope, rec: StoredRecord<VsFileRecord>): Promise<void> {
     const { storeId, fileId, batchId, attachId } = rec.data;
     const ops: WriteOp[] = [this.del(VS_FILE_KIND, scope, rec.id), this.del(FILE_REF_KIND, scope, fileRefId(fileId, storeId))];
-    if (batchId) ops.push(this.del(BATCH_FILE_KIND, scope, batchFileId(batchId, fileId)));
+    if (batchId) ops.push(this.del(FILE_BATCH_MEMBER_KIND, scope, batchFileId(batchId, fileId)));
     await this.deps.records.atomically(ops);
     await this.jobs.cancel(ingestJobId(storeId, fileId, attachId));
     await this.index.removeFile(storeId, fileId);
@@ -453,121 +403,24 @@ export class VectorStores {
 
   /** A File's bytes; undefined when it is gone. */
   async readFile(scope: Scope, fileId: string): Promise<Uint8Array | undefined> {
-    const rec = await this.deps.records.collection<FileRecord>(FILE_KIND).get(scope, fileId);
-    if (!rec || (await this.deps.blobs.size(fileId)) === undefined) return undefined;
-    const parts: Buffer[] = [];
-    for await (const chunk of this.deps.blobs.get(fileId)) parts.push(chunk as Buffer);
-    return Buffer.concat(parts);
-  }
-
-  // ---- batches ----
-
-  async createBatch(scope: Scope, storeId: string, items: AttachItem[]): Promise<StoredRecord<BatchRecord>> {
-    const store = await this.getUsable(scope, storeId);
-    const files = await this.loadFiles(scope, items);
-    const now = this.now();
-    const batch: BatchRecord = { id: newId("vsfb_"), storeId, createdAt: now, cancelled: false };
-    const rec = await this.batches.insert(scope, { id: batch.id, parentId: storeId, createdAt: now, data: batch });
-    try {
-      await this.attach(scope, store, items, files, batch.id);
-    } catch (e) {
-      await this.batches.delete(scope, batch.id);
-      throw e;
-    }
-    return rec;
-  }
-
-  async getBatch(scope: Scope, storeId: string, batchId: string): Promise<StoredRecord<BatchRecord>> {
-    await this.get(scope, storeId);
-    const rec = await this.batches.get(scope, batchId);
-    if (!rec || rec.data.storeId !== storeId) throw notFound("vector store file batch", batchId, "batch_id");
-    return rec;
-  }
-
-  async batchView(scope: Scope, rec: StoredRecord<BatchRecord>): Promise<BatchView> {
-    const counts = await this.counts(scope, this.members, rec.id);
-    let status: BatchStatus = "completed";
-    if (rec.data.cancelled) status = "cancelled";
-    else if (counts.in_progress > 0) status = "in_progress";
-    else if (counts.total > 0 && counts.failed === counts.total) status = "failed";
-    return { batch: rec.data, counts, status };
-  }
-
-  /**
-   * Stops the batch's outstanding files as soon as possible: each still in progress ends failed
-   * (see the state notes at the top), its job is cancelled (a running one is aborted mid-call) and
-   * whatever it had indexed is removed. Files already processed stay. A batch with nothing left
-   * to stop is returned as it is.
-   */
-  async cancelBatch(scope: Scope, storeId: string, batchId: string): Promise<StoredRecord<BatchRecord>> {
-    let rec = await this.getBatch(scope, storeId, batchId);
-    const outstanding = await allRecords(this.members, scope, { parentId: batchId, tag: "in_progress", order: "asc" });
-    if (rec.data.cancelled || outstanding.length === 0) return rec;
-    rec = (await this.batches.update(scope, batchId, { ...rec.data, cancelled: true })) ?? rec;
-    const error: FileError = { code: "server_error", message: `Processing was cancelled: file batch ${batchId} was cancelled before this file was processed.` };
-    for (const m of outstanding) {
-      const settled = await this.settleFile(scope, storeId, m.data.fileId, undefined, (f) => (f.batchId === batchId ? { status: "failed", lastError: error } : undefined));
-      if (!settled) continue;
-      await this.jobs.cancel(ingestJobId(storeId, m.data.fileId, settled.attachId));
-      await this.index.removeFile(storeId, m.data.fileId);
-    }
-    return rec;
-  }
-
-  async listBatchFiles(scope: Scope, storeId: string, batchId: string, q: ListQuery, status: FileStatus | undefined) {
-    await this.getBatch(scope, storeId, batchId);
-    const cursor = (id: string | undefined) => (id === undefined ? undefined : batchFileId(batchId, id));
-    const page = await this.members.list(scope, { ...q, parentId: batchId, tag: status, after: cursor(q.after), before: cursor(q.before) });
-    const records: StoredRecord<VsFileRecord>[] = [];
-    for (const m of page.records) {
-      const f = await this.files.get(scope, vsFileId(storeId, m.data.fileId));
-      if (f) records.push(f);
-    }
-    return { records, hasMore: page.hasMore };
+    const file = await this.fileStore.find(scope, fileId);
+    if (!file) return undefined;
+    // Whatever its size: the Files area capped it at upload.
+    return this.fileStore.readAll(scope, file, { maxBytes: Number.POSITIVE_INFINITY });
   }
 
   // ---- search ----
 
-  async search(scope: Scope, storeId: string, p: SearchParams): Promise<{ queries: string[]; hits: Array<Omit<SearchHit, "attributes"> & { filename: string; attributes: Attributes | null }> }> {
-    const store = await this.getUsable(scope, storeId);
-    const queries = p.rewrite ? p.queries.map((q) => rewriteQuery(q) || q) : p.queries;
-    // Dense retrieval needs the query embedded by the store's own embedder.
-    const setup = this.dense();
-    let vectors: Float32Array[] | undefined;
-    if (store.data.embedder && setup) {
-      if (!sameEmbedder(store.data.embedder, setup.embedder))
-        throw new ApiError(
-          400,
-          `Vector store ${storeId} was indexed with ${describeEmbedder(store.data.embedder)}; this server embeds with ${describeEmbedder(setup.embedder)}, ` +
-            `whose vectors are not comparable. Re-index the store (detach and attach its files again) or search with a server configured like the one that indexed it.`,
-          { param: "vector_store_id", code: "embedder_mismatch" },
-        );
-      vectors = await embedTexts(setup, queries);
-    }
-    // `none` skips the fusion re-ranking: the dense ranking alone (BM25 alone without vectors).
-    const mode = vectors ? (p.ranker === "none" ? "dense" : "hybrid") : "lexical";
-    const hits = await this.index.search(storeId, {
-      text: queries,
-      vector: vectors,
-      limit: p.maxResults,
-      filter: p.filter,
-      scoreThreshold: p.scoreThreshold,
-      mode,
-    });
-    // Name and attributes as the file's record has them (null attributes stay null).
-    const files = new Map<string, VsFileRecord | undefined>();
-    for (const h of hits) if (!files.has(h.fileId)) files.set(h.fileId, (await this.files.get(scope, vsFileId(storeId, h.fileId)))?.data);
-    await this.touch(scope, storeId);
-    return {
-      queries,
-      hits: hits.map((h) => {
-        const f = files.get(h.fileId);
-        return { ...h, filename: f?.filename ?? "", attributes: f ? f.attributes : h.attributes };
-      }),
-    };
+  search(scope: Scope, storeId: string, p: SearchParams): Promise<{ queries: string[]; hits: StoreHit[] }> {
+    return searchStore({ vectorStores: this, index: this.index, dense: this.dense }, scope, storeId, p);
   }
 
   // ---- what the ingestion job asks ----
+
+  /** The embedder a store's vectors come from; null for a lexical-only store (or one that is gone). */
+  async embedderOf(scope: Scope, storeId: string): Promise<Embedder | null> {
+    return (await this.stores.get(scope, storeId))?.data.embedder ?? null;
+  }
 
   /** Where the attachment a job was enqueued for stands now. */
   async attachment(scope: Scope, p: IngestPayload): Promise<Attachment> {
@@ -593,34 +446,23 @@ export class VectorStores {
     change: (f: VsFileRecord) => Partial<VsFileRecord> | undefined,
     commit?: (ops: WriteOp[]) => Promise<void>,
   ): Promise<VsFileRecord | undefined> {
-    for (let attempt = 0; ; attempt++) {
-      const rec = await this.files.get(scope, vsFileId(storeId, fileId));
-      if (!rec || rec.data.status !== "in_progress" || (attachId !== undefined && rec.data.attachId !== attachId)) return undefined;
-      const patch = change(rec.data);
-      if (!patch) return undefined;
-      const data: VsFileRecord = { ...rec.data, ...patch };
-      const ops: WriteOp[] = [{ op: "update", kind: VS_FILE_KIND, scope, id: rec.id, data, tag: data.status, expectVersion: rec.version }];
-      if (data.batchId) ops.push({ op: "update", kind: BATCH_FILE_KIND, scope, id: batchFileId(data.batchId, fileId), data: { storeId, fileId }, tag: data.status });
-      try {
-        await (commit ?? ((o) => this.deps.records.atomically(o)))(ops);
-        return data;
-      } catch (e) {
-        if (!(e instanceof VersionConflict) || attempt >= 10) throw e;
-      }
-    }
+    return this.files.mutate(
+      scope,
+      vsFileId(storeId, fileId),
+      (rec) => {
+        if (!rec || rec.data.status !== "in_progress" || (attachId !== undefined && rec.data.attachId !== attachId)) return { write: "none", result: undefined };
+        const patch = change(rec.data);
+        if (!patch) return { write: "none", result: undefined };
+        const data: VsFileRecord = { ...rec.data, ...patch };
+        const also: WriteOp[] = [];
+        if (data.batchId) also.push({ op: "update", kind: FILE_BATCH_MEMBER_KIND, scope, id: batchFileId(data.batchId, fileId), data: { storeId, fileId }, tag: data.status });
+        return { write: "update", data, tag: data.status, also, result: data };
+      },
+      commit && { commit },
+    );
   }
 
   // ---- helpers ----
-
-  /** Counts by status of a store's files (parent: store) or a batch's members (parent: batch). */
-  private async counts(scope: Scope, c: { count(scope: Scope, q: { parentId: string; tag: string }): Promise<number> }, parentId: string): Promise<FileCounts> {
-    const out: FileCounts = { in_progress: 0, completed: 0, failed: 0, cancelled: 0, total: 0 };
-    for (const status of FILE_STATUSES) {
-      out[status] = await c.count(scope, { parentId, tag: status });
-      out.total += out[status];
-    }
-    return out;
-  }
 
   private del(kind: string, scope: Scope, id: string): WriteOp {
     return { op: "delete", kind, scope, id };
@@ -633,4 +475,4 @@ export function expiresAtOf(s: StoreRecord): number | null {
 }
 
 /** The record kind of the stores' expiry timers (the sweeper calls onExpiryTimer for them). */
-export const EXPIRY_TIMER_KIND = timerKind(EXPIRY_TIMER);
+export const EXPIRY_TIMER_KIND = timerKind(VECTOR_STORES_EXPIRE_TIMER);

@@ -17,7 +17,8 @@ import { downloadBlob } from "../../common/download.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
 import type { StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
-import { MAX_IMAGE_BYTES, type CharacterRecord, type VideoRecord, type Videos } from "./videos.js";
+import type { CharacterRecord, VideoRecord } from "./records.js";
+import { MAX_IMAGE_BYTES, type Videos } from "./videos.js";
 
 /** The header the official SDKs' pollers read for their interval (when the caller sets none). */
 export const POLL_AFTER_HEADER = "openai-poll-after-ms";

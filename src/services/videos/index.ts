@@ -8,8 +8,8 @@ import { findFont, LocalVideoProvider } from "../../engines/video/index.js";
 import { timerKind } from "../../jobs/expiry.js";
 import type { ApiArea } from "../area.js";
 import { createVideosService } from "./handler.js";
-import { RenderJobs } from "./jobs.js";
-import { ASSETS_TIMER, ENQUEUE_TIMER, MAX_IMAGE_BYTES, PURGE_TIMER, RENDER_JOB, Videos } from "./videos.js";
+import { renderFailed, renderJob, VIDEOS_RENDER_JOB } from "./jobs.js";
+import { ASSETS_TIMER, ENQUEUE_TIMER, MAX_IMAGE_BYTES, PURGE_TIMER, Videos } from "./videos.js";
 
 /** ATRIUM_CONFIG's `videos` section. */
 interface VideosSection {
@@ -69,16 +69,19 @@ export const videosArea: ApiArea = {
       fetchPolicy: { timeoutMs: config.fetchTimeoutMs, maxBytes: MAX_IMAGE_BYTES, allowPrivate: config.fetchAllowPrivate },
       workDir,
     });
-    const render = new RenderJobs(deps, videos, providers, deps.log, section.upstream_models ?? {});
-    jobs.onFinished(RENDER_JOB, (job) => render.onFinished(job));
+    jobs.onFinished(VIDEOS_RENDER_JOB, renderFailed(videos));
     const leaseMs = (section.job_lease_seconds ?? 30) * 1000;
     return {
       services: [{ desc: VideosService, impl: createVideosService(deps, videos) }],
       jobs: {
-        [RENDER_JOB]: {
-          handler: render.handler,
+        [VIDEOS_RENDER_JOB]: renderJob({
+          blobs: deps.blobs,
+          videos,
+          providers,
+          log: deps.log,
+          upstreamModels: section.upstream_models ?? {},
           options: { concurrency: section.concurrency ?? 1, maxAttempts: 3, backoff: { baseMs: 2000, maxMs: 30_000 }, leaseMs },
-        },
+        }),
       },
       expiry: {
         [timerKind(ASSETS_TIMER)]: (scope, rec) => videos.expireAssets(scope, rec.id),

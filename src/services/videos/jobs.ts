@@ -9,14 +9,19 @@
 // Assets become visible only with step 4: a half-written asset is never served.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
-import { imageSize } from "image-size";
-import type { JobContext, JobHandler } from "../../jobs/runner.js";
+import { inspectImage } from "../../engines/media/image.js";
+import type { JobContext, JobHandler, KindOptions } from "../../jobs/runner.js";
 import type { Job } from "../../jobs/types.js";
 import { ProviderUnavailable, type Providers } from "../../providers/registry.js";
 import type { VideoProvider, VideoRender, VideoRenderRequest } from "../../providers/types.js";
-import type { Scope } from "../../storage/types.js";
-import type { ServiceDeps } from "../deps.js";
-import { assetKey, clipKey, inputKey, VARIANTS, type VideoRecord, type Videos, type VideoVariant } from "./videos.js";
+import type { BlobStore, Scope } from "../../storage/types.js";
+import type { VideoRecord, VideoVariant } from "./records.js";
+import { assetKey, clipKey, inputKey, VARIANTS, type Videos } from "./videos.js";
+
+/** The render of one video; its runner job id is renderJobId(video id). */
+export const VIDEOS_RENDER_JOB = "videos.render";
+
+export const renderJobId = (videoId: string) => `${VIDEOS_RENDER_JOB}:${videoId}`;
 
 export interface RenderPayload {
   videoId: string;
@@ -47,38 +52,47 @@ class SourceUnavailable extends Error {
   readonly code = "source_unavailable";
 }
 
-export class RenderJobs {
-  constructor(
-    private readonly deps: ServiceDeps,
-    private readonly videos: Videos,
-    private readonly providers: Providers,
-    private readonly log: Logger,
-    /** Atrium's model names as the upstream knows them (videos.upstream_models). */
-    private readonly upstreamModels: Record<string, string> = {},
-  ) {}
+/** What the render job works with. */
+export interface RenderJobDeps {
+  blobs: BlobStore;
+  videos: Videos;
+  providers: Providers;
+  log: Logger;
+  /** Atrium's model names as the upstream knows them (videos.upstream_models). */
+  upstreamModels: Record<string, string>;
+  /** The job kind's runner options (concurrency, lease) from the `videos` config section. */
+  options: Partial<KindOptions>;
+}
 
-  readonly handler: JobHandler<RenderPayload, null, RenderCheckpoint> = (ctx) => this.run(ctx);
-
-  /** The runner gave up on a job (attempts exhausted): the video fails with the last error. */
-  async onFinished(job: Job): Promise<void> {
+/** The runner gave up on a render (attempts exhausted): the video fails with the last error. */
+export function renderFailed(videos: Videos): (job: Job) => Promise<void> {
+  return async (job) => {
     if (job.state !== "failed") return;
     const { videoId } = job.payload as RenderPayload;
-    await this.videos.fail(job.scope, videoId, { code: "render_failed", message: `The render failed: ${job.lastError ?? "unknown error"}` });
+    await videos.fail(job.scope, videoId, { code: "render_failed", message: `The render failed: ${job.lastError ?? "unknown error"}` });
+  };
+}
+
+export function renderJob(deps: RenderJobDeps): { handler: JobHandler<RenderPayload, null, RenderCheckpoint>; options: Partial<KindOptions> } {
+  const { videos, log } = deps;
+
+  async function release(provider: VideoProvider, renderId: string): Promise<void> {
+    await provider.deleteRender?.(renderId).catch((err) => log.warn({ err, renderId }, "freeing a finished render failed"));
   }
 
-  private async run(ctx: JobContext<RenderPayload, RenderCheckpoint, null>): Promise<null> {
+  async function render(ctx: JobContext<RenderPayload, RenderCheckpoint, null>): Promise<null> {
     const scope = ctx.job.scope;
-    const cur = await this.videos.videos.get(scope, ctx.job.payload.videoId);
+    const cur = await videos.find(scope, ctx.job.payload.videoId);
     // Deleted, or finished by an earlier run: nothing to do.
-    if (!cur || cur.data.status === "completed" || cur.data.status === "failed") return null;
-    let rec = cur.data;
+    if (!cur || cur.status === "completed" || cur.status === "failed") return null;
+    let rec = cur;
 
     let provider: VideoProvider;
     try {
-      provider = this.providers.video();
+      provider = deps.providers.video();
     } catch (e) {
       if (!(e instanceof ProviderUnavailable)) throw e;
-      await ctx.complete(null, this.videos.failure(scope, rec, { code: "provider_unavailable", message: e.message }));
+      await ctx.complete(null, videos.failure(scope, rec, { code: "provider_unavailable", message: e.message }));
       return null;
     }
     const signal = ctx.signal;
@@ -95,11 +109,11 @@ export class RenderJobs {
         }
       }
       if (!renderId || !render) {
-        const req = await this.request(scope, rec, provider);
+        const req = await request(scope, rec, provider);
         render = await provider.createRender(req, { signal });
         renderId = render.id;
         rec = { ...rec, status: "in_progress", progress: 0, startedAtMs: Date.now() };
-        await ctx.checkpoint({ provider: provider.id, renderId }, [this.videos.updateOp(scope, rec)]);
+        await ctx.checkpoint({ provider: provider.id, renderId }, [videos.updateOp(scope, rec)]);
       }
 
       let lastWrite = 0;
@@ -113,48 +127,44 @@ export class RenderJobs {
         const progress = Math.max(0, Math.min(99, Math.floor(render.progress)));
         if (progress !== rec.progress && Date.now() - lastWrite >= PROGRESS_WRITE_MS) {
           rec = { ...rec, progress };
-          await ctx.checkpoint(ctx.job.checkpoint!, [this.videos.updateOp(scope, rec)]);
+          await ctx.checkpoint(ctx.job.checkpoint!, [videos.updateOp(scope, rec)]);
           lastWrite = Date.now();
         }
       }
 
       if (render.status === "failed") {
-        await ctx.complete(null, this.videos.failure(scope, rec, render.error ?? { code: "render_failed", message: "The render failed." }));
+        await ctx.complete(null, videos.failure(scope, rec, render.error ?? { code: "render_failed", message: "The render failed." }));
       } else {
         const assets = {} as Record<VideoVariant, number>;
         for (const variant of Object.keys(VARIANTS) as VideoVariant[]) {
           const stream = await provider.downloadRender(renderId, variant, { signal });
-          assets[variant] = (await this.deps.blobs.put(assetKey(rec.id, variant), stream as unknown as AsyncIterable<Uint8Array>)).bytes;
+          assets[variant] = (await deps.blobs.put(assetKey(rec.id, variant), stream as unknown as AsyncIterable<Uint8Array>)).bytes;
         }
-        const done = this.videos.completion(scope, rec, assets, { provider: provider.id, renderId });
+        const done = videos.completion(scope, rec, assets, { provider: provider.id, renderId });
         await ctx.complete(null, done.ops);
       }
-      await this.deps.blobs.delete(inputKey(rec.id));
-      await this.release(provider, renderId);
+      await deps.blobs.delete(inputKey(rec.id));
+      await release(provider, renderId);
       return null;
     } catch (e) {
       const permanent = signal.aborted ? undefined : permanentError(e);
       if (permanent) {
-        await ctx.complete(null, this.videos.failure(scope, rec, permanent));
-        await this.deps.blobs.delete(inputKey(rec.id));
+        await ctx.complete(null, videos.failure(scope, rec, permanent));
+        await deps.blobs.delete(inputKey(rec.id));
       }
       // A local render does not outlive its run (a rerun starts over); an upstream one does.
-      if (renderId && (permanent || provider.local)) await this.release(provider, renderId);
+      if (renderId && (permanent || provider.local)) await release(provider, renderId);
       if (permanent) return null;
       throw e;
     }
   }
 
-  private async release(provider: VideoProvider, renderId: string): Promise<void> {
-    await provider.deleteRender?.(renderId).catch((err) => this.log.warn({ err, renderId }, "freeing a finished render failed"));
-  }
-
   /** What the provider needs: the prompt, the reference image, the source video, the characters' clips. */
-  private async request(scope: Scope, rec: VideoRecord, provider: VideoProvider): Promise<VideoRenderRequest> {
-    const blobs = this.deps.blobs;
+  async function request(scope: Scope, rec: VideoRecord, provider: VideoProvider): Promise<VideoRenderRequest> {
+    const blobs = deps.blobs;
     const req: VideoRenderRequest = {
       prompt: rec.prompt,
-      model: provider.local ? rec.model : (this.upstreamModels[rec.model] ?? rec.model),
+      model: provider.local ? rec.model : (deps.upstreamModels[rec.model] ?? rec.model),
       seconds: rec.source?.kind === "extension" ? rec.source.segmentSeconds! : rec.seconds,
       size: rec.size,
       seed: SEED,
@@ -163,27 +173,28 @@ export class RenderJobs {
       const chunks: Buffer[] = [];
       for await (const c of blobs.get(inputKey(rec.id))) chunks.push(c as Buffer);
       const bytes = Buffer.concat(chunks);
-      const type = imageSize(bytes).type === "jpg" ? "jpeg" : imageSize(bytes).type;
-      req.input_reference = { image_url: `data:image/${type};base64,${bytes.toString("base64")}` };
+      req.input_reference = { image_url: `data:image/${inspectImage(bytes).format};base64,${bytes.toString("base64")}` };
     }
     if (rec.source) {
-      const src = await this.videos.videos.get(scope, rec.source.videoId);
+      const src = await videos.find(scope, rec.source.videoId);
       const key = assetKey(rec.source.videoId, "video");
-      if (!src || src.data.assetsExpired || (await blobs.size(key)) === undefined)
+      if (!src || src.assetsExpired || (await blobs.size(key)) === undefined)
         throw new SourceUnavailable(`The source video ${rec.source.videoId} was deleted or its assets expired before this ${rec.source.kind} was rendered.`);
       req.source = {
         kind: rec.source.kind,
-        renderId: src.data.rendered?.provider === provider.id ? src.data.rendered.renderId : undefined,
+        renderId: src.rendered?.provider === provider.id ? src.rendered.renderId : undefined,
         video: () => blobs.get(key),
       };
     }
     if (rec.characterIds.length) {
       req.characters = [];
       for (const id of rec.characterIds) {
-        const c = await this.videos.characters.get(scope, id);
-        if (c) req.characters.push({ id, name: c.data.name, video: () => blobs.get(clipKey(id)) });
+        const c = await videos.findCharacter(scope, id);
+        if (c) req.characters.push({ id, name: c.name, video: () => blobs.get(clipKey(id)) });
       }
     }
     return req;
   }
+
+  return { handler: render, options: deps.options };
 }

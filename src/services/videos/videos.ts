@@ -17,7 +17,7 @@ import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { once } from "node:events";
 import { Readable } from "node:stream";
-import { imageSize } from "image-size";
+import { inspectImage, MediaFormatError, type ImageFormat, type ImageInfo } from "../../engines/media/image.js";
 import { FfmpegError, normaliseClip } from "../../engines/video/index.js";
 import { ApiError, invalidParam, missingParam, notFound } from "../../common/errors.js";
 import { FetchUrlError, fetchUrl, type FetchPolicy } from "../../common/fetch-url.js";
@@ -26,17 +26,16 @@ import type { JobRunner } from "../../jobs/runner.js";
 import { timerKind, type TimerData } from "../../jobs/expiry.js";
 import type { ListQuery, Scope, WriteOp } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
-import { FILE_KIND, type FileRecord } from "../files/files.js";
+import { filesApi } from "../files/index.js";
+import { renderJobId, VIDEOS_RENDER_JOB } from "./jobs.js";
+import { CHARACTER_KIND, VIDEO_KIND, type CharacterRecord, type VideoRecord, type VideoVariant } from "./records.js";
 
-export const VIDEO_KIND = "video";
-export const CHARACTER_KIND = "video_character";
 /** Fires at expires_at: the assets go. */
-export const ASSETS_TIMER = "video-assets";
+export const ASSETS_TIMER = "videos.expire_assets";
 /** Fires a minute after creation: enqueues the render if a crash came between the record and the job. */
-export const ENQUEUE_TIMER = "video-enqueue";
+export const ENQUEUE_TIMER = "videos.enqueue";
 /** Written with a delete: removes the bytes if the delete's clean-up did not finish. */
-export const PURGE_TIMER = "video-purge";
-export const RENDER_JOB = "videos.render";
+export const PURGE_TIMER = "videos.purge";
 
 export const VIDEO_MODELS = ["vid-2", "vid-2-pro", "vid-2-2025-10-06", "vid-2-pro-2025-10-06", "vid-2-2025-12-08"] as const;
 export const DEFAULT_MODEL = "vid-2";
@@ -57,54 +56,14 @@ export const MAX_CHARACTER_VIDEO_BYTES = 512 * 1024 * 1024;
 export const MAX_TOTAL_SECONDS = 120;
 /** Characters one prompt may name (each takes a lane in the picture). */
 export const MAX_CHARACTERS_PER_VIDEO = 3;
-const IMAGE_TYPES = new Set(["png", "jpg", "webp"]);
+const IMAGE_FORMATS: ReadonlySet<ImageFormat> = new Set(["png", "jpeg", "webp"]);
 const ENQUEUE_GRACE_SECONDS = 60;
 
-export type VideoStatus = "queued" | "in_progress" | "completed" | "failed";
-export type VideoVariant = "video" | "thumbnail" | "spritesheet";
 export const VARIANTS: Record<VideoVariant, string> = { video: "video/mp4", thumbnail: "image/webp", spritesheet: "image/webp" };
-
-export interface VideoRecord {
-  id: string;
-  model: string;
-  prompt: string;
-  /** The clip's length as the spec writes it; for an extension the stitched total. */
-  seconds: string;
-  size: string;
-  createdAt: number;
-  status: VideoStatus;
-  progress: number;
-  completedAt: number | null;
-  expiresAt: number | null;
-  error: { code: string; message: string } | null;
-  remixedFromVideoId: string | null;
-  /** Remix, edit or extension: what it starts from (an extension adds `segmentSeconds`). */
-  source: { kind: "remix" | "edit" | "extension"; videoId: string; segmentSeconds: string | null } | null;
-  /** The reference image is stored as `<id>.input`. */
-  hasInputReference: boolean;
-  characterIds: string[];
-  /** Wall-clock ms when rendering started (for the poll interval hint). */
-  startedAtMs: number | null;
-  /** Bytes of each asset once stored. */
-  assets: Record<VideoVariant, number> | null;
-  /** The assets are gone (expired); the record stays. */
-  assetsExpired: boolean;
-  /** Which provider rendered it, and its id there (an upstream's video id, for remixing it there). */
-  rendered: { provider: string; renderId: string } | null;
-}
-
-export interface CharacterRecord {
-  id: string;
-  name: string;
-  createdAt: number;
-  /** Bytes of the normalised reference clip, stored as `<id>.clip`. */
-  clipBytes: number;
-}
 
 export const assetKey = (videoId: string, variant: VideoVariant) => `${videoId}.${variant}`;
 export const inputKey = (videoId: string) => `${videoId}.input`;
 export const clipKey = (characterId: string) => `${characterId}.clip`;
-export const renderJobId = (videoId: string) => `${RENDER_JOB}:${videoId}`;
 
 export interface CreateVideoInput {
   prompt?: string;
@@ -177,11 +136,21 @@ export class Videos {
     private readonly settings: VideosSettings,
   ) {}
 
-  get videos() {
+  private get videos() {
     return this.deps.records.collection<VideoRecord>(VIDEO_KIND);
   }
-  get characters() {
+  private get characters() {
     return this.deps.records.collection<CharacterRecord>(CHARACTER_KIND);
+  }
+
+  /** The video `id`, or undefined when absent. */
+  async find(scope: Scope, id: string): Promise<VideoRecord | undefined> {
+    return (await this.videos.get(scope, id))?.data;
+  }
+
+  /** The character `id`, or undefined when absent. */
+  async findCharacter(scope: Scope, id: string): Promise<CharacterRecord | undefined> {
+    return (await this.characters.get(scope, id))?.data;
   }
 
   // ---- creating ----
@@ -279,7 +248,7 @@ export class Videos {
 
   /** Idempotent: one render job per video, ever. */
   enqueueRender(scope: Scope, videoId: string) {
-    return this.jobs.enqueue(scope, RENDER_JOB, { videoId }, { id: renderJobId(videoId) });
+    return this.jobs.enqueue(scope, VIDEOS_RENDER_JOB, { videoId }, { id: renderJobId(videoId) });
   }
 
   /** `@char_...` mentions in the prompt: characters of this project, at most MAX_CHARACTERS_PER_VIDEO. */
@@ -306,12 +275,10 @@ export class Videos {
     if (ref.fileId !== undefined) {
       const param = "input_reference.file_id";
       if (!ref.fileId) throw invalidParam(param, `Invalid '${param}': empty file id.`);
-      const f = await this.deps.records.collection<FileRecord>(FILE_KIND).get(scope, ref.fileId);
-      if (!f) throw notFound("File object", ref.fileId, param);
-      if (f.data.bytes > MAX_IMAGE_BYTES) throw tooLarge(param);
-      const chunks: Buffer[] = [];
-      for await (const c of this.deps.blobs.get(f.id)) chunks.push(c as Buffer);
-      return { bytes: Buffer.concat(chunks), param };
+      const files = filesApi(this.deps);
+      const f = await files.get(scope, ref.fileId, param);
+      if (f.bytes > MAX_IMAGE_BYTES) throw tooLarge(param);
+      return { bytes: await files.readAll(scope, f, { maxBytes: MAX_IMAGE_BYTES, param }), param };
     }
     if (ref.imageUrl !== undefined) {
       const param = "input_reference.image_url";
@@ -330,14 +297,15 @@ export class Videos {
 
   /** PNG, JPEG or WebP, of exactly the video's size: it is the first frame. */
   private checkImage(bytes: Uint8Array, param: string, size: string): void {
-    let info: ReturnType<typeof imageSize>;
+    let info: ImageInfo;
     try {
-      info = imageSize(bytes);
-    } catch {
+      info = inspectImage(bytes);
+    } catch (e) {
+      if (!(e instanceof MediaFormatError)) throw e;
       throw invalidParam(param, `Invalid '${param}': not a readable image (expected PNG, JPEG or WebP).`, "invalid_image");
     }
-    if (!info.type || !IMAGE_TYPES.has(info.type))
-      throw invalidParam(param, `Invalid '${param}': ${info.type ?? "this"} images are not supported (expected PNG, JPEG or WebP).`, "invalid_image_format");
+    if (!IMAGE_FORMATS.has(info.format))
+      throw invalidParam(param, `Invalid '${param}': ${info.format} images are not supported (expected PNG, JPEG or WebP).`, "invalid_image_format");
     const got = `${info.width}x${info.height}`;
     if (got !== size)
       throw invalidParam(param, `Invalid '${param}': the image is ${got}, but the video is ${size}; the reference image must match the requested size exactly.`, "image_size_mismatch");

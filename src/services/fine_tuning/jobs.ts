@@ -14,30 +14,28 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Readable } from "node:stream";
 import { newId } from "../../common/ids.js";
 import { runGrader, type GraderEngineDeps } from "../../engines/graders/index.js";
-import { PermanentJobError, type JobContext } from "../../jobs/runner.js";
-import { VersionConflict, type Scope, type StoredRecord, type WriteOp } from "../../storage/types.js";
-import type { ServiceDeps } from "../deps.js";
-import { FILE_KIND, type FileRecord } from "../files/files.js";
-import { FINE_TUNED_MODEL_KIND, type FineTunedModelRecord } from "../models/handler.js";
-import {
-  CHECKPOINT_KIND,
-  checkpointName,
-  eventOp,
-  fineTunedModelName,
-  JOB_KIND,
-  jobUpdateOp,
-  resolveHyperparameters,
-  type CheckpointMetrics,
-  type CheckpointRecord,
-  type FineTuningJobRecord,
-} from "./fine-tuning.js";
-import { CHECKPOINT_REF_KIND, orgScope, type CheckpointRef } from "./permissions.js";
-import { BadTrainingFile, MIN_EXAMPLES, readExamples, type Example } from "./training-data.js";
+import { PermanentJobError, type JobContext, type JobHandler, type KindOptions } from "../../jobs/runner.js";
+import { VersionConflict, type RecordStore, type Scope, type StoredRecord, type WriteOp } from "../../storage/types.js";
+import type { Clock } from "../deps.js";
+import { MAX_FILE_BYTES, type FilesApi } from "../files/index.js";
+import type { FineTunedModels } from "../models/index.js";
+import { checkpointName, eventOp, fineTunedModelName, jobUpdateOp, resolveHyperparameters } from "./fine-tuning.js";
+import { orgScope } from "./permissions.js";
+import { CHECKPOINT_KIND, CHECKPOINT_REF_KIND, JOB_KIND, type CheckpointMetrics, type CheckpointRecord, type CheckpointRef, type FineTuningJobRecord } from "./records.js";
+import { BadTrainingFile, MIN_EXAMPLES, parseExamples, type Example } from "./training-data.js";
 
-export interface TrainerOptions {
+/** One run of a fine-tuning job (its runner job id: runJobId in fine-tuning.ts). */
+export const FINE_TUNING_TRAIN_JOB = "fine_tuning.train";
+
+/** What the training job works with. */
+export interface TrainJobDeps {
+  records: RecordStore;
+  clock: Clock;
+  files: FilesApi;
+  models: FineTunedModels;
+  graders: GraderEngineDeps;
   /** Wall-clock time of one emulated training step. */
   stepIntervalMs: number;
-  graders: GraderEngineDeps;
 }
 
 export interface TrainPayload {
@@ -72,7 +70,7 @@ export function stepMetrics(job: FineTuningJobRecord, step: number, total: numbe
 }
 
 /** A job whose record may not be written yet (the run is enqueued first): wait for it briefly. */
-async function waitForJob(deps: ServiceDeps, scope: Scope, p: TrainPayload, signal: AbortSignal) {
+async function waitForJob(deps: Pick<TrainJobDeps, "records">, scope: Scope, p: TrainPayload, signal: AbortSignal) {
   const jobs = deps.records.collection<FineTuningJobRecord>(JOB_KIND);
   for (let waited = 0; ; waited += 20) {
     const r = await jobs.get(scope, p.jobId);
@@ -82,13 +80,15 @@ async function waitForJob(deps: ServiceDeps, scope: Scope, p: TrainPayload, sign
   }
 }
 
-export function createTrainer(deps: ServiceDeps, opts: TrainerOptions) {
+/** The training job: a short lease, so a killed server's runs are picked up seconds after a restart. */
+export function trainJob(deps: TrainJobDeps): { handler: JobHandler<TrainPayload, unknown>; options: Partial<KindOptions> } {
   const jobs = () => deps.records.collection<FineTuningJobRecord>(JOB_KIND);
+  const { files, models } = deps;
 
   async function examplesOf(scope: Scope, job: FineTuningJobRecord, fileId: string, label: string): Promise<Example[]> {
-    const f = await deps.records.collection<FileRecord>(FILE_KIND).get(scope, fileId);
+    const f = await files.find(scope, fileId);
     if (!f) throw new BadTrainingFile("file_not_found", `${label} ${fileId} no longer exists.`);
-    return readExamples(deps.blobs, f.id, job.method, job.model, label);
+    return parseExamples(await files.readAll(scope, f, { maxBytes: MAX_FILE_BYTES }), job.method, job.model, label);
   }
 
   /** The run's end as a failed job (error in the record, an error event), with compare-and-set. */
@@ -125,7 +125,7 @@ export function createTrainer(deps: ServiceDeps, opts: TrainerOptions) {
     }
     if (job.grader) {
       // The grader must be able to read the items it will see.
-      const first = await runGrader(job.grader, "", training[0]!.item ?? {}, opts.graders, ctx.signal);
+      const first = await runGrader(job.grader, "", training[0]!.item ?? {}, deps.graders, ctx.signal);
       if (first.metadata.errors.invalid_variable_error) {
         await fail(ctx, cur, { code: "invalid_grader", message: "The grader uses a variable the first training item does not have (invalid_variable_error).", param: "method.reinforcement.grader" });
         return false;
@@ -142,7 +142,7 @@ export function createTrainer(deps: ServiceDeps, opts: TrainerOptions) {
       hyperparameters: hyper,
       trainedTokens: tokens,
       progress: { step: 0, totalSteps, stepsPerEpoch },
-      estimatedFinish: now + Math.ceil((totalSteps * opts.stepIntervalMs) / 1000),
+      estimatedFinish: now + Math.ceil((totalSteps * deps.stepIntervalMs) / 1000),
     };
     await ctx.checkpoint({ step: 0 }, [
       jobUpdateOp(scope, cur, next),
@@ -160,7 +160,7 @@ export function createTrainer(deps: ServiceDeps, opts: TrainerOptions) {
     for (let i = 0; i < batch; i++) {
       const ex = examples[((step - 1) * batch + i) % examples.length]!;
       // The emulator has no policy model: its sample is empty (a provider-backed trainer samples the model).
-      const r = await runGrader(job.grader!, "", ex.item ?? {}, opts.graders, ctx.signal);
+      const r = await runGrader(job.grader!, "", ex.item ?? {}, deps.graders, ctx.signal);
       sum += r.reward;
     }
     return round(sum / batch);
@@ -173,10 +173,10 @@ export function createTrainer(deps: ServiceDeps, opts: TrainerOptions) {
       const m = stepMetrics(job, s, total);
       rows.push([s, m.train_loss, m.train_mean_token_accuracy, m.valid_loss ?? "", m.valid_mean_token_accuracy ?? ""].join(","));
     }
-    const id = newId("file-");
-    const { bytes } = await deps.blobs.put(id, Readable.from([Buffer.from(rows.join("\n") + "\n")]));
-    const rec: FileRecord = { id, bytes, createdAt: now, filename: "step_metrics.csv", purpose: "fine-tune-results", mimeType: "text/csv", expiresAt: null };
-    return { id, ops: [{ op: "insert", kind: FILE_KIND, scope, record: { id, createdAt: now, tag: rec.purpose, data: rec } }] };
+    const id = files.newId();
+    const bytes = await files.writeContent(id, Readable.from([Buffer.from(rows.join("\n") + "\n")]));
+    const { ops } = files.prepare(scope, id, bytes, { filename: "step_metrics.csv", purpose: "fine-tune-results", mimeType: "text/csv", createdAt: now, expiresAt: null });
+    return { id, ops };
   }
 
   async function finish(ctx: JobContext<TrainPayload>, cur: StoredRecord<FineTuningJobRecord>) {
@@ -184,32 +184,30 @@ export function createTrainer(deps: ServiceDeps, opts: TrainerOptions) {
     const now = deps.clock.now();
     const name = fineTunedModelName(cur.data);
     const result = await resultFile(scope, cur.data, now);
-    const model: FineTunedModelRecord = { id: name, created: now, ownedBy: cur.data.organizationId };
     try {
       await ctx.complete({ fineTunedModel: name }, [
         jobUpdateOp(scope, cur, { ...cur.data, status: "succeeded", fineTunedModel: name, finishedAt: now, estimatedFinish: null, resultFiles: [result.id] }),
         ...result.ops,
-        { op: "insert", kind: FINE_TUNED_MODEL_KIND, scope, record: { id: name, createdAt: now, data: model } },
+        models.createOp(scope, { id: name, created: now, ownedBy: cur.data.organizationId }),
         eventOp(scope, cur.id, now, `New fine-tuned model created: ${name}`),
         eventOp(scope, cur.id, now, "The job has successfully completed"),
       ]);
     } catch (e) {
-      await deps.blobs.delete(result.id);
+      await files.discardContent(result.id);
       throw e;
     }
   }
 
   /** One step's writes: progress, a metrics event, and at an epoch's end a checkpoint (keeping the last three). */
-  async function stepOps(scope: Scope, cur: StoredRecord<FineTuningJobRecord>, step: number, rewardMean: number | undefined): Promise<WriteOp[]> {
-    const job = cur.data;
+  async function stepWrite(scope: Scope, job: FineTuningJobRecord, step: number, rewardMean: number | undefined): Promise<{ data: FineTuningJobRecord; also: WriteOp[] }> {
     const { totalSteps, stepsPerEpoch } = job.progress!;
     const now = deps.clock.now();
     const metrics = stepMetrics(job, step, totalSteps);
     const data: Record<string, unknown> = { ...metrics, total_steps: totalSteps };
     if (rewardMean !== undefined) data.train_reward_mean = rewardMean;
     const remaining = totalSteps - step;
+    const next: FineTuningJobRecord = { ...job, progress: { ...job.progress!, step }, estimatedFinish: now + Math.ceil((remaining * deps.stepIntervalMs) / 1000) };
     const ops: WriteOp[] = [
-      jobUpdateOp(scope, cur, { ...job, progress: { ...job.progress!, step }, estimatedFinish: now + Math.ceil((remaining * opts.stepIntervalMs) / 1000) }),
       eventOp(scope, job.id, now, `Step ${step}/${totalSteps}: training loss=${metrics.train_loss.toFixed(4)}`, { type: "metrics", data }),
     ];
     if (step % stepsPerEpoch === 0 || step === totalSteps) {
@@ -231,10 +229,10 @@ export function createTrainer(deps: ServiceDeps, opts: TrainerOptions) {
         ops.push({ op: "delete", kind: CHECKPOINT_KIND, scope, id: old.id }, { op: "delete", kind: CHECKPOINT_REF_KIND, scope: org, id: old.data.fineTunedModelCheckpoint });
       }
     }
-    return ops;
+    return { data: next, also: ops };
   }
 
-  return async function train(ctx: JobContext<TrainPayload>): Promise<unknown> {
+  async function train(ctx: JobContext<TrainPayload>): Promise<unknown> {
     const scope = ctx.job.scope;
     let cur = await waitForJob(deps, scope, ctx.job.payload, ctx.signal);
     if (!cur) throw new PermanentJobError(`fine-tuning job ${ctx.job.payload.jobId} does not exist`);
@@ -257,16 +255,24 @@ export function createTrainer(deps: ServiceDeps, opts: TrainerOptions) {
         await finish(ctx, cur);
         return null;
       }
-      await sleep(opts.stepIntervalMs, undefined, { signal: ctx.signal });
+      await sleep(deps.stepIntervalMs, undefined, { signal: ctx.signal });
       const reward = cur.data.grader ? await gradeBatch(ctx, cur.data, examples, step + 1) : undefined;
-      try {
-        await ctx.checkpoint({ step: step + 1 }, await stepOps(scope, cur, step + 1, reward));
-      } catch (e) {
-        if (!(e instanceof VersionConflict)) throw e;
-        // The record changed (cancel, pause): look again; the loop stops if it is no longer running.
-      }
+      // The step commits with the runner's checkpoint. A cancel, pause or later run that changed
+      // the record meanwhile means this run writes nothing more; the loop then stops.
+      await jobs().mutate(
+        scope,
+        cur.id,
+        async (c) => {
+          if (!c || c.data.status !== "running" || c.data.run !== ctx.job.payload.run || c.data.progress!.step !== step) return { write: "none", result: undefined };
+          const { data, also } = await stepWrite(scope, c.data, step + 1, reward);
+          return { write: "update", data, tag: data.status, also, result: undefined };
+        },
+        { commit: (ops) => ctx.checkpoint({ step: step + 1 }, ops) },
+      );
       cur = await jobs().get(scope, cur.id);
     }
-  };
+  }
+
+  return { handler: train, options: { concurrency: 4, leaseMs: 5000 } };
 }
 

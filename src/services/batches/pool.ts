@@ -6,7 +6,7 @@ import { WorkerPool, workerScript } from "../../engines/pool/index.js";
 import { InputTokensError } from "../../engines/tokenizer/index.js";
 import type { Scope } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
-import { storageLookups, type ResponsesOptions } from "../responses/handler.js";
+import { storageLookups, type ResponsesOptions } from "../responses/index.js";
 import type { Endpoint } from "./endpoints.js";
 import { chunkBuffers, type ChunkCheck, type RequestChunk } from "./input.js";
 import type { RunResult } from "./run.js";
