@@ -252,6 +252,25 @@ describe("creation rules (400s naming the field)", () => {
     await client.fineTuning.jobs.cancel(ok.id);
   });
 
+  it("integrations in the official SDK's form and the spec's, echoed back in the form they came in; errors name fields the server accepts", async () => {
+    const wandb = { project: "ft-runs", entity: "acme", name: "try-1", tags: ["a", "b"] };
+    const official = await client.fineTuning.jobs.create({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "wandb", wandb }] });
+    expect(official.integrations).toEqual([{ type: "wandb", wandb }]);
+    expect((await client.fineTuning.jobs.retrieve(official.id)).integrations).toEqual([{ type: "wandb", wandb }]);
+    await client.fineTuning.jobs.cancel(official.id);
+
+    const specForm = (await (await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "tracker", tracker: { project: "p" } }] })).json()) as any;
+    expect(specForm.integrations).toEqual([{ type: "tracker", tracker: { project: "p", entity: null, name: null, tags: [] } }]);
+    await client.fineTuning.jobs.cancel(specForm.id);
+
+    await expectError(await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "wandb" }] }), 400, { param: "integrations[0].wandb" });
+    await expectError(await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "wandb", wandb: { entity: "x" } }] }), 400, { param: "integrations[0].wandb.project" });
+    await expectError(await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "tracker", tracker: {} }] }), 400, { param: "integrations[0].tracker.project" });
+    await expectError(await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "mlflow", mlflow: {} }] }), 400, { param: "integrations[0].mlflow" });
+    await expectError(await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "neptune", tracker: { project: "p" } }] }), 400, { param: "integrations[0].type" });
+    await expectError(await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ wandb }] }), 400, { param: "integrations[0].type" });
+  });
+
   it("model_limits: one entry per fine-tunable model", async () => {
     const res = (await (await api(s.baseURL, "/fine_tuning/model_limits")).json()) as any;
     expect(res.object).toBe("fine_tuning.model_limits");
