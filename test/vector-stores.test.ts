@@ -446,6 +446,23 @@ describe("expiry", () => {
   });
 });
 
+describe("last_active_at", () => {
+  it("an update is activity: it moves last_active_at and expires_at, and the store outlives its first expires_at", async () => {
+    const vs = await client.vectorStores.create({ name: "busy", expires_after: { anchor: "last_active_at", days: 1 } });
+    const t0 = clock.now();
+    expect(vs).toMatchObject({ last_active_at: t0, expires_at: t0 + DAY });
+    clock.advance(DAY / 2);
+    const renamed = await client.vectorStores.update(vs.id, { name: "busier" });
+    expect(renamed).toMatchObject({ name: "busier", last_active_at: t0 + DAY / 2, expires_at: t0 + DAY + DAY / 2 });
+    clock.advance(DAY / 2 + 60); // past the first expires_at, not the moved one
+    await s.sweeper.runOnce();
+    expect(await client.vectorStores.retrieve(vs.id)).toMatchObject({ status: "completed", last_active_at: t0 + DAY / 2 });
+    clock.advance(DAY);
+    await s.sweeper.runOnce();
+    expect((await client.vectorStores.retrieve(vs.id)).status).toBe("expired");
+  });
+});
+
 describe("validation errors name the field", () => {
   let vsId: string;
   let fileId: string;
