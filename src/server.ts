@@ -27,6 +27,7 @@ import { frameworkErrorHandler, installErrorHandler, installNotFoundHandler } fr
 import type { ServiceBinding } from "./common/service.js";
 import { allowedMethods, registerRestRoutes } from "./transport/rest/transcoder.js";
 import type { MultipartShape } from "./transport/rest/multipart.js";
+import { FormBody } from "./transport/rest/form.js";
 import { systemClock, type AreaEvents, type Clock, type ServiceDeps } from "./services/deps.js";
 import { ExpirySweeper } from "./jobs/expiry.js";
 import { JobRunner } from "./jobs/runner.js";
@@ -212,6 +213,15 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("multipart/form-data", (_req, _payload, done) => done(null, undefined));
+    // `curl -d '{...}'` labels a JSON body url-encoded: a body that opens as JSON is read as JSON.
+    scope.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "buffer" }, (_req, body, done) => {
+      try {
+        const text = (body as Buffer).toString("utf8");
+        done(null, /^\s*[{[]/.test(text) ? parseJsonBody(body as Buffer) : FormBody.fromUrlEncoded(text));
+      } catch (e) {
+        done(e as Error, undefined);
+      }
+    });
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => {
       try {
         done(null, parseJsonBody(body as Buffer));
