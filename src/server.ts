@@ -22,7 +22,7 @@ import { connectPlugin } from "./transport/connect/plugin.js";
 import { requestContextValues, tagSocket } from "./transport/connection.js";
 import { API_VERSION, checkRequestHeaders, newRequestId } from "./transport/headers.js";
 import { RequestLog } from "./transport/request-log.js";
-import { ApiError } from "./common/errors.js";
+import { ApiError, keepPathsPrivate } from "./common/errors.js";
 import { frameworkErrorHandler, installErrorHandler, installNotFoundHandler } from "./transport/fastify-errors.js";
 import type { ServiceBinding } from "./common/service.js";
 import { allowedMethods, registerRestRoutes } from "./transport/rest/transcoder.js";
@@ -113,6 +113,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   const destination = opts.logger ? undefined : pino.destination({ sync: false });
   const log = opts.logger ?? pino({ level: cfg.logLevel }, destination!);
   mkdirSync(cfg.dataDir, { recursive: true });
+  keepPathsPrivate(cfg.dataDir);
   const clock = opts.clock ?? systemClock;
   // The store hides expired rows by the same clock the services and the sweeper use.
   const { records, blobs } = await openStorage(cfg.dataDir, { now: () => clock.now(), migrations: areas.flatMap((a) => a.migrations ?? []) });
