@@ -385,6 +385,23 @@ describe("checkpoint permissions (admin key only)", () => {
     await sdkError(admin.fineTuning.checkpoints.permissions.delete(created.data[0]!.id, { fine_tuned_model_checkpoint: checkpoint }), 404);
   });
 
+  it("permissions.list pages with the SDK's auto-pager (after = the page's last_id), in both orders", async () => {
+    const created = await admin.fineTuning.checkpoints.permissions.create(checkpoint, { project_ids: ["proj_b", "proj_default"] });
+    const byProject = new Map(created.data.map((p) => [p.project_id, p.id]));
+    const ascending = [];
+    for await (const p of admin.fineTuning.checkpoints.permissions.list(checkpoint, { limit: 1, order: "ascending" })) ascending.push(p);
+    const descending = [];
+    for await (const p of admin.fineTuning.checkpoints.permissions.list(checkpoint, { limit: 1, order: "descending" })) descending.push(p);
+    const ids = ascending.map((p) => p.id);
+    expect(new Set(ids)).toEqual(new Set(byProject.values()));
+    expect(ids).toHaveLength(2);
+    expect(descending.map((p) => p.id)).toEqual([...ids].reverse());
+    const firstPage = await admin.fineTuning.checkpoints.permissions.list(checkpoint, { limit: 1, order: "ascending" });
+    expect(firstPage.has_more).toBe(true);
+    expect(firstPage.hasNextPage()).toBe(true);
+    await admin.fineTuning.checkpoints.permissions.delete(byProject.get("proj_b")!, { fine_tuned_model_checkpoint: checkpoint });
+  });
+
   it("a standard key is refused (403), no key is 401, and nothing changes", async () => {
     const before = await admin.fineTuning.checkpoints.permissions.retrieve(checkpoint);
     for (const key of [API_KEY, KEYS.owner]) {
