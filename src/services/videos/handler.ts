@@ -98,7 +98,7 @@ async function gather<T extends object>(it: AsyncIterator<T>, chunkField: keyof 
 const noVideoUpload = () =>
   invalidParam(
     "video",
-    "Uploading a video to edit or extend is not supported by this server: pass the completed video by id instead (the SDKs' video={\"id\": \"video_...\"}, sent as the form field video[id], or {\"video\": {\"id\": ...}} in JSON).",
+    "Uploading a video to edit or extend is not supported by this server: name a completed video by id instead — {\"video\": {\"id\": \"video_...\"}} in JSON or the form field video[id] (Node SDK: video: { id }; Python SDK: client.post(\"/videos/extensions\", body={..., \"video\": {\"id\": ...}}, cast_to=openai.types.Video)).",
     "unsupported_video_upload",
   );
 
