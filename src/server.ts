@@ -22,11 +22,12 @@ import { connectPlugin } from "./transport/connect/plugin.js";
 import { requestContextValues, tagSocket } from "./transport/connection.js";
 import { API_VERSION, checkRequestHeaders, newRequestId } from "./transport/headers.js";
 import { RequestLog } from "./transport/request-log.js";
-import { ApiError } from "./common/errors.js";
+import { ApiError, keepPathsPrivate } from "./common/errors.js";
 import { frameworkErrorHandler, installErrorHandler, installNotFoundHandler } from "./transport/fastify-errors.js";
 import type { ServiceBinding } from "./common/service.js";
 import { allowedMethods, registerRestRoutes } from "./transport/rest/transcoder.js";
 import type { MultipartShape } from "./transport/rest/multipart.js";
+import { FormBody } from "./transport/rest/form.js";
 import { systemClock, type AreaEvents, type Clock, type ServiceDeps } from "./services/deps.js";
 import { ExpirySweeper } from "./jobs/expiry.js";
 import { JobRunner } from "./jobs/runner.js";
@@ -112,6 +113,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   const destination = opts.logger ? undefined : pino.destination({ sync: false });
   const log = opts.logger ?? pino({ level: cfg.logLevel }, destination!);
   mkdirSync(cfg.dataDir, { recursive: true });
+  keepPathsPrivate(cfg.dataDir);
   const clock = opts.clock ?? systemClock;
   // The store hides expired rows by the same clock the services and the sweeper use.
   const { records, blobs } = await openStorage(cfg.dataDir, { now: () => clock.now(), migrations: areas.flatMap((a) => a.migrations ?? []) });
@@ -212,6 +214,15 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("multipart/form-data", (_req, _payload, done) => done(null, undefined));
+    // `curl -d '{...}'` labels a JSON body url-encoded: a body that opens as JSON is read as JSON.
+    scope.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "buffer" }, (_req, body, done) => {
+      try {
+        const text = (body as Buffer).toString("utf8");
+        done(null, /^\s*[{[]/.test(text) ? parseJsonBody(body as Buffer) : FormBody.fromUrlEncoded(text));
+      } catch (e) {
+        done(e as Error, undefined);
+      }
+    });
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => {
       try {
         done(null, parseJsonBody(body as Buffer));

@@ -93,7 +93,7 @@ for (const [name, make] of [
       expect(done.status).toBe("failed");
       expect(done.errors!.data.map((e) => [Number(e.line), e.code])).toEqual([
         [2, "invalid_json_line"],
-        [3, "mismatched_endpoint"],
+        [3, "invalid_url"],
         [4, "duplicate_custom_id"],
       ]);
       expect(done.outputFileId).toBeUndefined();

@@ -109,7 +109,7 @@ describe("checkChunk and InputCheck: the verdict does not depend on how the file
       [4, "invalid_json_line"],
       [6, "duplicate_custom_id"],
       [151, "invalid_json_line"],
-      [152, "mismatched_endpoint"],
+      [152, "invalid_url"],
       [201, "invalid_method"],
     ]);
     expect(whole.errors.at(-1)!.line).toBe(201 + MAX_LISTED_ERRORS - 5);
@@ -253,7 +253,7 @@ describe("the same batch on the event loop (workers 0) and on worker threads (wo
     expect(pooled.done.errors!.data!.map((e) => [e.line, e.code])).toEqual([
       [600, "invalid_json_line"],
       [900, "duplicate_custom_id"],
-      [1200, "mismatched_endpoint"],
+      [1200, "invalid_url"],
     ]);
     expect(pooled.out).toEqual([]);
     // The first chunk ran ahead of the verdict on the worker threads; none of it counts.

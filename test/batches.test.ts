@@ -181,11 +181,26 @@ describe("an invalid input file fails the batch with errors.data naming the line
     expect(done.errors!.object).toBe("list");
     expect(done.errors!.data!.map((e) => [e.line, e.code])).toEqual([
       [2, "invalid_json_line"],
-      [3, "mismatched_endpoint"],
+      [3, "invalid_url"],
       [4, "duplicate_custom_id"],
       [5, "invalid_method"],
     ]);
     expect(done.errors!.data![1]!.message).toMatch(/Line 3/);
+    expect(done.output_file_id).toBeNull();
+  });
+});
+
+describe("line errors use the platform's codes", () => {
+  it("a line without custom_id is missing_required_parameter, a streaming request fails the file at validation (streaming_unsupported)", async () => {
+    const ok = (id: string) => line(id, "/v1/embeddings", { model: "atrium-embed-use-lite", input: "x" });
+    const { custom_id: _, ...noId } = ok("gone") as Record<string, unknown>;
+    const file = await uploadBatch(client, [ok("a"), noId, line("s", "/v1/embeddings", { model: "atrium-embed-use-lite", input: "x", stream: true }), line("f", "/v1/embeddings", { model: "atrium-embed-use-lite", input: "x", stream: false })]);
+    const done = await waitFor(client, (await client.batches.create({ input_file_id: file.id, endpoint: "/v1/embeddings", completion_window: "24h" })).id);
+    expect(done.status).toBe("failed");
+    expect(done.errors!.data!.map((e) => [e.line, e.code, e.param])).toEqual([
+      [2, "missing_required_parameter", "custom_id"],
+      [3, "streaming_unsupported", "body.stream"],
+    ]);
     expect(done.output_file_id).toBeNull();
   });
 });

@@ -252,6 +252,25 @@ describe("creation rules (400s naming the field)", () => {
     await client.fineTuning.jobs.cancel(ok.id);
   });
 
+  it("integrations in the official SDK's form and the spec's, echoed back in the form they came in; errors name fields the server accepts", async () => {
+    const wandb = { project: "ft-runs", entity: "acme", name: "try-1", tags: ["a", "b"] };
+    const official = await client.fineTuning.jobs.create({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "wandb", wandb }] });
+    expect(official.integrations).toEqual([{ type: "wandb", wandb }]);
+    expect((await client.fineTuning.jobs.retrieve(official.id)).integrations).toEqual([{ type: "wandb", wandb }]);
+    await client.fineTuning.jobs.cancel(official.id);
+
+    const specForm = (await (await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "tracker", tracker: { project: "p" } }] })).json()) as any;
+    expect(specForm.integrations).toEqual([{ type: "tracker", tracker: { project: "p", entity: null, name: null, tags: [] } }]);
+    await client.fineTuning.jobs.cancel(specForm.id);
+
+    await expectError(await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "wandb" }] }), 400, { param: "integrations[0].wandb" });
+    await expectError(await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "wandb", wandb: { entity: "x" } }] }), 400, { param: "integrations[0].wandb.project" });
+    await expectError(await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "tracker", tracker: {} }] }), 400, { param: "integrations[0].tracker.project" });
+    await expectError(await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "mlflow", mlflow: {} }] }), 400, { param: "integrations[0].mlflow" });
+    await expectError(await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "neptune", tracker: { project: "p" } }] }), 400, { param: "integrations[0].type" });
+    await expectError(await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ wandb }] }), 400, { param: "integrations[0].type" });
+  });
+
   it("model_limits: one entry per fine-tunable model", async () => {
     const res = (await (await api(s.baseURL, "/fine_tuning/model_limits")).json()) as any;
     expect(res.object).toBe("fine_tuning.model_limits");
@@ -364,6 +383,23 @@ describe("checkpoint permissions (admin key only)", () => {
     expect(deleted).toEqual({ id: created.data[0]!.id, object: "checkpoint.permission", deleted: true });
     await sdkError(sdk(s.baseURL, KEYS.projectB).models.retrieve(checkpoint), 404);
     await sdkError(admin.fineTuning.checkpoints.permissions.delete(created.data[0]!.id, { fine_tuned_model_checkpoint: checkpoint }), 404);
+  });
+
+  it("permissions.list pages with the SDK's auto-pager (after = the page's last_id), in both orders", async () => {
+    const created = await admin.fineTuning.checkpoints.permissions.create(checkpoint, { project_ids: ["proj_b", "proj_default"] });
+    const byProject = new Map(created.data.map((p) => [p.project_id, p.id]));
+    const ascending = [];
+    for await (const p of admin.fineTuning.checkpoints.permissions.list(checkpoint, { limit: 1, order: "ascending" })) ascending.push(p);
+    const descending = [];
+    for await (const p of admin.fineTuning.checkpoints.permissions.list(checkpoint, { limit: 1, order: "descending" })) descending.push(p);
+    const ids = ascending.map((p) => p.id);
+    expect(new Set(ids)).toEqual(new Set(byProject.values()));
+    expect(ids).toHaveLength(2);
+    expect(descending.map((p) => p.id)).toEqual([...ids].reverse());
+    const firstPage = await admin.fineTuning.checkpoints.permissions.list(checkpoint, { limit: 1, order: "ascending" });
+    expect(firstPage.has_more).toBe(true);
+    expect(firstPage.hasNextPage()).toBe(true);
+    await admin.fineTuning.checkpoints.permissions.delete(byProject.get("proj_b")!, { fine_tuned_model_checkpoint: checkpoint });
   });
 
   it("a standard key is refused (403), no key is 401, and nothing changes", async () => {

@@ -276,6 +276,67 @@ describe("multi", () => {
   });
 });
 
+describe("multi: the three published forms of graders", () => {
+  const exact = { type: "string_check", name: "exact", input: "{{sample.output_text}}", reference: "{{item.label}}", operation: "eq" };
+  const fuzzy = { type: "text_similarity", name: "fuzzy", input: "{{sample.output_text}}", reference: "{{item.label}}", evaluation_metric: "fuzzy_match" };
+  const fuzzyReward = (2 * 5) / 11; // "Pariss" against "Paris"
+
+  it("a map of name → grader: calculate_output reads the keys, sub_rewards are keyed by them, validate echoes the map", async () => {
+    const grader = { type: "multi", name: "by-key", graders: { ste: exact, sim: fuzzy }, calculate_output: "(ste + sim) / 2" };
+    const res = await run(grader, "Pariss", { label: "Paris" });
+    expectFullMetadata(res, "by-key", "multi");
+    expect(res.metadata.errors).toEqual(noErrors());
+    expect(res.sub_rewards).toEqual({ ste: 0, sim: expect.closeTo(fuzzyReward, 12) });
+    expect(res.reward).toBeCloseTo(fuzzyReward / 2, 12);
+    expect(await client.fineTuning.alpha.graders.validate({ grader: grader as any })).toEqual({ grader });
+  });
+
+  it("a single grader object: known by its name", async () => {
+    const grader = { type: "multi", name: "one", graders: fuzzy, calculate_output: "2 * fuzzy" };
+    const res = await run(grader, "Pariss", { label: "Paris" });
+    expect(res.metadata.errors).toEqual(noErrors());
+    expect(res.sub_rewards).toEqual({ fuzzy: expect.closeTo(fuzzyReward, 12) });
+    expect(res.reward).toBeCloseTo(2 * fuzzyReward, 12);
+    expect(await client.fineTuning.alpha.graders.validate({ grader: grader as any })).toEqual({ grader });
+  });
+
+  it("a formula over a name no sub-grader has is a 400 naming calculate_output, for run and validate, in every form", async () => {
+    const forms: Array<[string, unknown]> = [
+      ["array", [exact, fuzzy]],
+      ["map", { ste: exact, sim: fuzzy }],
+      ["single", exact],
+    ];
+    for (const [form, graders] of forms) {
+      // In the map form the sub-graders' own names are not variables: only the keys are.
+      const grader = { type: "multi", name: "m", graders, calculate_output: form === "map" ? "exact + sim" : "exact + nobody" };
+      for (const path of ["/fine_tuning/alpha/graders/run", "/fine_tuning/alpha/graders/validate"]) {
+        const body = path.endsWith("run") ? { grader, model_sample: "Paris", item: { label: "Paris" } } : { grader };
+        await expectError(await api(s.baseURL, path, { method: "POST", json: body }), 400, {
+          param: "grader.calculate_output",
+          message: form === "map" ? /'exact' is not the name/ : /'nobody' is not the name/,
+        });
+      }
+    }
+  });
+
+  it("bad forms of graders: empty array, empty map, a scalar, a map key that is no variable name", async () => {
+    const cases: Array<[unknown, string]> = [
+      [[], "grader.graders"],
+      [{}, "grader.graders"],
+      ["exact", "grader.graders"],
+      [{ "not a name": exact }, "grader.graders.not a name"],
+      [{ ste: { ...exact, operation: "contains" } }, "grader.graders.ste.operation"],
+      [{ ...exact, input: 3 }, "grader.graders.input"],
+    ];
+    for (const [graders, param] of cases)
+      await expectError(
+        await api(s.baseURL, "/fine_tuning/alpha/graders/validate", { method: "POST", json: { grader: { type: "multi", name: "m", graders, calculate_output: "1" } } }),
+        400,
+        { param },
+      );
+  });
+});
+
 describe("validate", () => {
   it("returns a valid grader as given", async () => {
     const grader = { type: "string_check", name: "Example string check grader", input: "{{sample.output_text}}", reference: "{{item.label}}", operation: "eq" };

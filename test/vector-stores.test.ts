@@ -85,6 +85,24 @@ describe("files and batches through the official SDK", () => {
     store = await client.vectorStores.create({ name: "sdk" });
   });
 
+  it("fileBatches.uploadAndPoll uploads every file, attaches them in one batch and ends completed; the files are searchable", async () => {
+    const own = await client.vectorStores.create({ name: "upload-and-poll" });
+    const files = [
+      await toFile(Buffer.from("Harbour pilots board every tanker at the outer buoy."), "pilots.txt"),
+      await toFile(Buffer.from("The lighthouse lamp turns once every twelve seconds."), "lamp.txt"),
+      await toFile(Buffer.from("Ferries leave the north quay on the hour."), "ferries.txt"),
+    ];
+    const existing = await upload(client, "Tide tables for the northern harbour.", "tides.txt");
+    const batch = await client.vectorStores.fileBatches.uploadAndPoll(own.id, { files, fileIds: [existing] }, { pollIntervalMs: 50 });
+    expect(batch).toMatchObject({ object: "vector_store.files_batch", vector_store_id: own.id, status: "completed", file_counts: { total: 4, completed: 4, failed: 0, in_progress: 0, cancelled: 0 } });
+    const listed = [];
+    for await (const f of client.vectorStores.fileBatches.listFiles(batch.id, { vector_store_id: own.id, limit: 2 })) listed.push(f);
+    expect(listed.map((f) => f.status)).toEqual(["completed", "completed", "completed", "completed"]);
+    expect(new Set(listed.map((f) => f.id))).toContain(existing);
+    const hits = await client.vectorStores.search(own.id, { query: "lighthouse lamp seconds" });
+    expect(hits.data[0]?.filename).toBe("lamp.txt");
+  });
+
   it("files.uploadAndPoll terminates completed; the file, the store's counts and usage follow", async () => {
     const vf = await client.vectorStores.files.uploadAndPoll(store.id, await toFile(Buffer.from(longText(1, 12)), "notes.txt"), { pollIntervalMs: 50 });
     expect(Object.keys(vf).sort()).toEqual(FILE_KEYS);
@@ -443,6 +461,23 @@ describe("expiry", () => {
     // Durable: removing the policy does not bring it back.
     expect((await client.vectorStores.update(vs.id, { expires_after: null })).status).toBe("expired");
     expect((await client.vectorStores.list({ limit: 100 })).data.find((v) => v.id === vs.id)?.status).toBe("expired");
+  });
+});
+
+describe("last_active_at", () => {
+  it("an update is activity: it moves last_active_at and expires_at, and the store outlives its first expires_at", async () => {
+    const vs = await client.vectorStores.create({ name: "busy", expires_after: { anchor: "last_active_at", days: 1 } });
+    const t0 = clock.now();
+    expect(vs).toMatchObject({ last_active_at: t0, expires_at: t0 + DAY });
+    clock.advance(DAY / 2);
+    const renamed = await client.vectorStores.update(vs.id, { name: "busier" });
+    expect(renamed).toMatchObject({ name: "busier", last_active_at: t0 + DAY / 2, expires_at: t0 + DAY + DAY / 2 });
+    clock.advance(DAY / 2 + 60); // past the first expires_at, not the moved one
+    await s.sweeper.runOnce();
+    expect(await client.vectorStores.retrieve(vs.id)).toMatchObject({ status: "completed", last_active_at: t0 + DAY / 2 });
+    clock.advance(DAY);
+    await s.sweeper.runOnce();
+    expect((await client.vectorStores.retrieve(vs.id)).status).toBe("expired");
   });
 });
 

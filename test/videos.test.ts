@@ -320,6 +320,28 @@ describe("validation errors (raw fetch): status, param, code", () => {
 });
 
 describe("remix, edit, extension", () => {
+  it("remix takes its prompt as a multipart or url-encoded form too; a form with a file, or a url-encoded character, is refused by name", async () => {
+    const viaForm = await api(s.baseURL, `/videos/${first.id}/remix`, { method: "POST", body: form([["prompt", "The same woods, in fog"]]) });
+    expect(viaForm.status).toBe(200);
+    expect(await viaForm.json()).toMatchObject({ status: "queued", remixed_from_video_id: first.id, prompt: "The same woods, in fog" });
+    const viaUrlEncoded = await api(s.baseURL, `/videos/${first.id}/remix`, {
+      method: "POST",
+      body: "prompt=The+same+woods%2C+at+dawn",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(viaUrlEncoded.status).toBe(200);
+    expect(await viaUrlEncoded.json()).toMatchObject({ remixed_from_video_id: first.id, prompt: "The same woods, at dawn" });
+    await expectError(await api(s.baseURL, `/videos/${first.id}/remix`, { method: "POST", body: form([["prompt", "x"], ["colour", "red"]]) }), 400, { param: "colour", code: "unknown_parameter" });
+    await expectError(await api(s.baseURL, `/videos/${first.id}/remix`, { method: "POST", body: form([["prompt", new Blob(["x"]), "p.txt"]]) }), 400, { param: "prompt" });
+    await expectError(await api(s.baseURL, `/videos/${first.id}/remix`, { method: "POST", body: form([]) }), 400, { param: "prompt", code: "missing_required_parameter" });
+    const e = await expectError(
+      await api(s.baseURL, "/videos/characters", { method: "POST", body: "name=Bo", headers: { "content-type": "application/x-www-form-urlencoded" } }),
+      415,
+      { code: "unsupported_content_type" },
+    );
+    expect(e.message).toMatch(/multipart\/form-data/);
+  });
+
   it("remix: a new video from the source with a new prompt, remixed_from_video_id set", async () => {
     const r = await client.videos.remix(first.id, { prompt: "The same woods, now in a purple storm" });
     expect(r).toMatchObject({ status: "queued", remixed_from_video_id: first.id, seconds: "4", size: "720x1280", model: "vid-2", prompt: "The same woods, now in a purple storm" });

@@ -1,6 +1,8 @@
 // One error model (docs/architecture.md, principle 3). Handlers throw ApiError; REST renders it as
 // {"error": {message, type, param, code}} with its HTTP status, Connect and gRPC as the matching
 // code with an atrium.v1.ErrorInfo detail carrying the same fields.
+import { tmpdir } from "node:os";
+import { basename, resolve } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { ErrorInfoSchema } from "../../gen/atrium/v1/options_pb.js";
@@ -75,6 +77,24 @@ export interface ApiErrorOptions {
   cause?: unknown;
 }
 
+/**
+ * Folders whose paths never reach a caller: the system's temp folder and every data directory a
+ * server in this process uses (keepPathsPrivate). A message naming a file there keeps only its base
+ * name, whatever raised it (an ffprobe diagnostic, a file system error).
+ */
+const privateRoots = new Set<string>([resolve(tmpdir())]);
+
+export function keepPathsPrivate(dir: string): void {
+  const root = resolve(dir);
+  if (root.length > 1) privateRoots.add(root);
+}
+
+export function withoutPrivatePaths(message: string): string {
+  for (const root of privateRoots)
+    if (message.includes(root)) message = message.split(root).map((piece, i) => (i === 0 ? piece : basename(piece.replace(/[\s'"`,;|)].*$/s, "")) + piece.replace(/^[^\s'"`,;|)]*/, ""))).join("");
+  return message;
+}
+
 export class ApiError extends ConnectError {
   readonly status: number;
   readonly type: ErrorType;
@@ -90,7 +110,7 @@ export class ApiError extends ConnectError {
       code: opts.code ?? undefined,
       httpStatus: status,
     });
-    super(message, codeForStatus[status] ?? Code.Unknown, undefined, [{ desc: ErrorInfoSchema, value: info }], opts.cause);
+    super(withoutPrivatePaths(message), codeForStatus[status] ?? Code.Unknown, undefined, [{ desc: ErrorInfoSchema, value: info }], opts.cause);
     this.status = status;
     this.type = type;
     this.param = opts.param ?? null;

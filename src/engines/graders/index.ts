@@ -9,7 +9,7 @@ import { PythonSandbox } from "./python.js";
 import { lexicalSimilarity } from "./similarity.js";
 import { stringCheck } from "./string-check.js";
 import { render, sampleNamespace, TemplateError, type Namespaces } from "./template.js";
-import { noErrors, type Grader, type GraderErrors, type GraderRunResult, type SingleGrader, type TokenUsage } from "./types.js";
+import { multiParts, noErrors, type Grader, type GraderErrors, type GraderRunResult, type SingleGrader, type TokenUsage } from "./types.js";
 
 export { checkGrader, checkGraderStrict, GraderInvalid } from "./validate.js";
 export { PythonSandbox, sandboxIsolation, type PythonSandboxOptions } from "./python.js";
@@ -119,10 +119,11 @@ export async function runGrader(grader: Grader, modelSample: string, item: unkno
   const subRewards: Record<string, number> = {};
 
   if (grader.type === "multi") {
-    const outcomes = await Promise.all(grader.graders.map((g) => runSingle(g, ns, deps, signal)));
-    grader.graders.forEach((g, i) => {
+    const parts = multiParts(grader);
+    const outcomes = await Promise.all(parts.map((p) => runSingle(p.grader, ns, deps, signal)));
+    parts.forEach((p, i) => {
       const o = outcomes[i]!;
-      subRewards[g.name] = o.reward;
+      subRewards[p.variable] = o.reward;
       mergeErrors(errors, o.errors);
       addUsage(perModel, o.model, o.usage);
       sampled ??= o.model;

@@ -86,11 +86,24 @@ export interface LabelModelGrader {
   passing_labels: string[];
 }
 
+/**
+ * `graders` comes in the three forms the platform publishes, kept as given so a grader is echoed
+ * back unchanged: an array (the spec; variables are the sub-graders' names), a map of variable name
+ * → grader (the fine-tuning guide), or one grader (the official schema; its variable is its name).
+ */
 export interface MultiGrader {
   type: "multi";
   name: string;
-  graders: SingleGrader[];
+  graders: SingleGrader[] | Record<string, SingleGrader> | SingleGrader;
   calculate_output: string;
+}
+
+/** The sub-graders of a multi grader with the variable name `calculate_output` reads each by. */
+export function multiParts(g: MultiGrader): Array<{ variable: string; grader: SingleGrader }> {
+  const gs = g.graders;
+  if (Array.isArray(gs)) return gs.map((grader) => ({ variable: grader.name, grader }));
+  if (typeof (gs as { type?: unknown }).type === "string") return [{ variable: (gs as SingleGrader).name, grader: gs as SingleGrader }];
+  return Object.entries(gs as Record<string, SingleGrader>).map(([variable, grader]) => ({ variable, grader }));
 }
 
 export type SingleGrader = StringCheckGrader | TextSimilarityGrader | PythonGrader | ScoreModelGrader | LabelModelGrader;

@@ -8,6 +8,7 @@ import {
   STRING_CHECK_OPERATIONS,
   type Grader,
   type GraderMessage,
+  multiParts,
   type MultiGrader,
   type SingleGrader,
 } from "./types.js";
@@ -183,23 +184,55 @@ export function checkGrader(v: unknown, at = "grader", nested = false): Grader {
   str(v, "name", at, { nonEmpty: true });
   if (type !== "multi") return checkSingle(v, at, type);
 
-  // `graders` is an array (spec 2.12); an object keyed by name is accepted too (the platform's SDK form).
-  const raw = v.graders;
-  const list: Array<[string, unknown]> = Array.isArray(raw)
-    ? raw.map((g, i) => [`${at}.graders[${i}]`, g])
-    : isObject(raw)
-      ? Object.entries(raw).map(([k, g]) => [`${at}.graders.${k}`, g])
-      : [];
-  if (list.length === 0) throw new GraderInvalid(`${at}.graders`, `Invalid '${at}.graders': expected a non-empty array of graders, but got ${describe(raw)} instead.`);
-  const names = new Set<string>();
-  const graders = list.map(([gat, g]) => {
-    const sub = checkGrader(g, gat, true) as SingleGrader;
-    if (names.has(sub.name)) throw new GraderInvalid(`${gat}.name`, `Invalid '${gat}.name': '${sub.name}' names another grader of this multi grader too; names must be unique.`);
-    names.add(sub.name);
-    return sub;
-  });
+  const graders = checkSubGraders(v.graders, `${at}.graders`);
   str(v, "calculate_output", at, { nonEmpty: true });
-  return { ...(v as unknown as MultiGrader), graders };
+  const multi: MultiGrader = { ...(v as unknown as MultiGrader), graders };
+  // A formula over a name no sub-grader answers to would score 0 on every sample: refuse it here.
+  // One that does not parse is reported by validate, and by a run as formula_parse_error.
+  let variables: Set<string> | undefined;
+  try {
+    variables = formulaVariables(parseFormula(multi.calculate_output));
+  } catch (e) {
+    if (!(e instanceof FormulaError)) throw e;
+  }
+  if (variables) checkVariables(multi, variables, at);
+  return multi;
+}
+
+/**
+ * The three published forms of a multi grader's `graders` (MultiGrader), each checked in the shape
+ * it came in: an array (names unique), a map of variable name → grader, or a single grader.
+ */
+function checkSubGraders(raw: unknown, at: string): MultiGrader["graders"] {
+  if (Array.isArray(raw)) {
+    if (raw.length === 0) throw new GraderInvalid(at, `Invalid '${at}': expected a non-empty array of graders, but got an empty array instead.`);
+    const names = new Set<string>();
+    return raw.map((g, i) => {
+      const gat = `${at}[${i}]`;
+      const sub = checkGrader(g, gat, true) as SingleGrader;
+      if (names.has(sub.name)) throw new GraderInvalid(`${gat}.name`, `Invalid '${gat}.name': '${sub.name}' names another grader of this multi grader too; names must be unique.`);
+      names.add(sub.name);
+      return sub;
+    });
+  }
+  if (isObject(raw) && typeof raw.type === "string") return checkGrader(raw, at, true) as SingleGrader;
+  if (isObject(raw) && Object.keys(raw).length > 0) {
+    const out: Record<string, SingleGrader> = {};
+    for (const [key, g] of Object.entries(raw)) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
+        throw new GraderInvalid(`${at}.${key}`, `Invalid key '${key}' in '${at}': a key is the variable calculate_output reads, so it must be a letter or '_' followed by letters, digits or '_'.`);
+      out[key] = checkGrader(g, `${at}.${key}`, true) as SingleGrader;
+    }
+    return out;
+  }
+  throw new GraderInvalid(at, `Invalid '${at}': expected a grader, an array of graders or an object of graders by name, but got ${isObject(raw) ? "an empty object" : describe(raw)} instead.`);
+}
+
+function checkVariables(g: MultiGrader, variables: Set<string>, at: string): void {
+  const known = new Set(multiParts(g).map((p) => p.variable));
+  for (const n of variables)
+    if (!known.has(n))
+      throw new GraderInvalid(`${at}.calculate_output`, `Invalid '${at}.calculate_output': '${n}' is not the name of one of the graders (known: ${[...known].join(", ")}).`);
 }
 
 /** validate's stricter check: also parses calculate_output and checks the names it reads. */
@@ -207,9 +240,7 @@ export function checkGraderStrict(v: unknown, at = "grader"): Grader {
   const g = checkGrader(v, at);
   if (g.type === "multi") {
     try {
-      const names = new Set(g.graders.map((s) => s.name));
-      for (const n of formulaVariables(parseFormula(g.calculate_output)))
-        if (!names.has(n)) throw new FormulaError(`'${n}' is not the name of one of the graders`);
+      parseFormula(g.calculate_output);
     } catch (e) {
       if (e instanceof FormulaError) throw new GraderInvalid(`${at}.calculate_output`, `Invalid '${at}.calculate_output': ${e.message}.`);
       throw e;

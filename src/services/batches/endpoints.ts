@@ -110,8 +110,6 @@ function upstream(send: (p: ResponsesProvider, body: JsonObject, signal: AbortSi
   return {
     context: (principal, signal) => contextFor(ResponsesService, ResponsesService.method.countInputTokens, principal, signal),
     async call(body, ctx) {
-      if (body.stream === true)
-        return { status: 400, body: { error: { message: "Batch requests cannot stream: remove 'stream'.", type: "invalid_request_error", param: "stream", code: "invalid_value" } }, usage: null };
       try {
         const out = await send(provider(), body, ctx.signal);
         return { status: 200, body: out as JsonValue, usage: upstreamUsage(out.usage) };

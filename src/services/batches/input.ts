@@ -197,11 +197,14 @@ export function parseLine(text: string, line: number, endpoint: string): InputLi
   }
   if (!v || typeof v !== "object" || Array.isArray(v)) return { code: "invalid_request", line, message: `Line ${line} must be a JSON object.`, param: null };
   if (typeof v.custom_id !== "string" || !v.custom_id)
-    return { code: "missing_custom_id", line, message: `Line ${line} has no 'custom_id' (a non-empty string).`, param: "custom_id" };
+    return { code: "missing_required_parameter", line, message: `Line ${line} has no 'custom_id' (a non-empty string).`, param: "custom_id" };
   if (v.method !== "POST") return { code: "invalid_method", line, message: `Line ${line}: 'method' must be "POST", got ${JSON.stringify(v.method)}.`, param: "method" };
   if (v.url !== endpoint)
-    return { code: "mismatched_endpoint", line, message: `Line ${line}: 'url' is ${JSON.stringify(v.url)}, but the batch's endpoint is '${endpoint}'; every request must use it.`, param: "url" };
+    return { code: "invalid_url", line, message: `Line ${line}: 'url' is ${JSON.stringify(v.url)}, but the batch's endpoint is '${endpoint}'; every request must use it.`, param: "url" };
   if (!v.body || typeof v.body !== "object" || Array.isArray(v.body)) return { code: "invalid_body", line, message: `Line ${line}: 'body' must be a JSON object.`, param: "body" };
+  // A batch answers each request once, as a whole: the platform refuses the file rather than the line.
+  if (v.body.stream === true)
+    return { code: "streaming_unsupported", line, message: `Line ${line}: batch requests cannot stream; remove 'body.stream' or set it to false.`, param: "body.stream" };
   return { line, customId: v.custom_id, body: v.body };
 }
 

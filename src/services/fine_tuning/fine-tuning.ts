@@ -32,6 +32,8 @@ import {
 export const MAX_SUFFIX_CHARS = 64;
 export const CANCELLABLE: readonly JobStatus[] = ["validating_files", "queued", "running", "paused"];
 
+export type IntegrationInput = { type?: string; settingsField?: "wandb" | "tracker"; settings?: { project?: string; entity?: string; name?: string; tags: string[] } };
+
 /** Base models that can be fine-tuned here, and by which methods (the platform's current list). */
 export const FINE_TUNABLE: Readonly<Record<string, readonly Method[]>> = {
   "gpt-4.1": ["supervised", "dpo"],
@@ -80,7 +82,7 @@ export interface CreateJobInput {
   suffix?: string;
   seed?: number;
   metadata?: unknown;
-  integrations: Array<{ type?: string; tracker?: { project?: string; entity?: string; name?: string; tags: string[] } }>;
+  integrations: IntegrationInput[];
   /** Deprecated top-level hyperparameters (supervised). */
   hyperparameters?: Partial<Hyperparameters>;
   method?: { type?: string; hyperparameters?: Partial<Hyperparameters>; grader?: Grader };
@@ -202,11 +204,7 @@ export class FineTuningJobs {
     }
     if (input.seed !== undefined && (!Number.isInteger(input.seed) || input.seed < 0 || input.seed > 2 ** 31 - 1))
       throw invalidParam("seed", `Invalid 'seed': expected an integer from 0 to ${2 ** 31 - 1}.`);
-    const integrations = input.integrations.map((it, i): Integration => {
-      if (it.type !== "wandb") throw invalidParam(`integrations[${i}].type`, `Invalid value for 'integrations[${i}].type': only 'wandb' is supported.`);
-      if (!it.tracker?.project) throw missingParam(`integrations[${i}].wandb.project`);
-      return { type: "wandb", tracker: { project: it.tracker.project, entity: it.tracker.entity ?? null, name: it.tracker.name ?? null, tags: it.tracker.tags } };
-    });
+    const integrations = input.integrations.map((it, i) => checkIntegration(it, `integrations[${i}]`));
 
     const now = this.deps.clock.now();
     const rec: FineTuningJobRecord = {
@@ -310,4 +308,19 @@ export class FineTuningJobs {
       throw e;
     }
   }
+}
+
+/**
+ * One integration, in the official SDK's form (`{type: "wandb", wandb: {project, ...}}`) or the
+ * spec's (`{type: "tracker", tracker: {...}}`); the settings may come under either property.
+ */
+function checkIntegration(it: IntegrationInput, at: string): Integration {
+  if (it.type === undefined) throw missingParam(`${at}.type`);
+  if (it.type !== "wandb" && it.type !== "tracker")
+    throw invalidParam(`${at}.type`, `Invalid value for '${at}.type': expected 'wandb' or 'tracker', but got '${it.type}'.`);
+  const field = it.settingsField ?? it.type;
+  if (!it.settings) throw missingParam(`${at}.${it.type}`);
+  if (!it.settings.project) throw missingParam(`${at}.${field}.project`);
+  const { project, entity, name, tags } = it.settings;
+  return { type: it.type, settingsField: field, tracker: { project, entity: entity ?? null, name: name ?? null, tags } };
 }

@@ -72,7 +72,10 @@ export function jobMessage(j: FineTuningJobRecord) {
     trainingFile: j.trainingFile,
     validationFile: j.validationFile ?? undefined,
     estimatedFinish: j.estimatedFinish === null ? undefined : BigInt(j.estimatedFinish),
-    integrations: j.integrations.map((i) => ({ type: i.type, tracker: { project: i.tracker.project, entity: i.tracker.entity ?? undefined, name: i.tracker.name ?? undefined, tags: i.tracker.tags } })),
+    integrations: j.integrations.map((i) => ({
+      type: i.type,
+      settings: { case: i.settingsField ?? "tracker", value: { project: i.tracker.project, entity: i.tracker.entity ?? undefined, name: i.tracker.name ?? undefined, tags: i.tracker.tags } },
+    })),
     metadata: j.metadata ? valueOf(j.metadata) : undefined,
     method: {
       type: j.method,
@@ -123,7 +126,11 @@ export function createFineTuningService(jobs: FineTuningJobs): ServiceImpl<typeo
         suffix: req.suffix,
         seed: req.seed === undefined ? undefined : Number(req.seed),
         metadata: jsonOf(req.metadata),
-        integrations: req.integrations.map((i) => ({ type: i.type, tracker: i.tracker && { project: i.tracker.project, entity: i.tracker.entity, name: i.tracker.name, tags: i.tracker.tags } })),
+        integrations: req.integrations.map((i) => ({
+          type: i.type,
+          settingsField: i.settings.case,
+          settings: i.settings.value && { project: i.settings.value.project, entity: i.settings.value.entity, name: i.settings.value.name, tags: i.settings.value.tags },
+        })),
         hyperparameters: hyperInput(req.hyperparameters),
         method: req.method && {
           type: req.method.type,

@@ -22,9 +22,18 @@ export interface Hyperparameters {
   eval_samples?: HyperValue;
 }
 
+export interface TrackerSettings {
+  project: string;
+  entity: string | null;
+  name: string | null;
+  tags: string[];
+}
+
+/** `settingsField` is the property the settings came in (and are echoed back in): `wandb` or `tracker`. */
 export interface Integration {
-  type: "wandb";
-  tracker: { project: string; entity: string | null; name: string | null; tags: string[] };
+  type: "wandb" | "tracker";
+  settingsField?: "wandb" | "tracker";
+  tracker: TrackerSettings;
 }
 
 export interface FineTuningJobRecord {

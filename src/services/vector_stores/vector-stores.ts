@@ -143,13 +143,17 @@ export class VectorStores {
     change: { name?: string; metadata?: Record<string, string>; expiresAfter?: ExpiresAfter | null },
   ): Promise<StoredRecord<StoreRecord>> {
     await this.get(scope, id);
+    // An update is activity, as a search or a file change is: it moves last_active_at, and with it
+    // expires_at, whose timer is armed again for the new time.
+    const now = this.now();
     const rec = await this.mutateStore(scope, id, (s) => ({
       ...s,
+      lastActiveAt: now,
       ...(change.name !== undefined && { name: change.name }),
       ...(change.metadata !== undefined && { metadata: change.metadata }),
       ...(change.expiresAfter !== undefined && { expiresAfter: change.expiresAfter }),
     }));
-    if (change.expiresAfter) await this.armExpiry(scope, rec.data);
+    if (rec.data.expiresAfter && !rec.data.expired) await this.armExpiry(scope, rec.data);
     return rec;
   }
 

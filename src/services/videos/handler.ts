@@ -93,8 +93,15 @@ async function gather<T extends object>(it: AsyncIterator<T>, chunkField: keyof 
   return { fields, bytes: chunks.length ? Buffer.concat(chunks) : undefined };
 }
 
+// Edits and extensions start from a completed video of this server, named by id: the SDKs' reference
+// form (Python `video={"id": "video_..."}`, Node `video: { id: "video_..." }`), which they send as the
+// form field `video[id]`. An uploaded MP4 as the source is not taken (videos/README.md says why).
 const noVideoUpload = () =>
-  invalidParam("video", "Uploading a video to edit or extend is not supported by this server; give 'video' as {\"id\": \"<a completed video's id>\"}.", "unsupported_video_upload");
+  invalidParam(
+    "video",
+    "Uploading a video to edit or extend is not supported by this server: name a completed video by id instead — {\"video\": {\"id\": \"video_...\"}} in JSON or the form field video[id] (Node SDK: video: { id }; Python SDK: client.post(\"/videos/extensions\", body={..., \"video\": {\"id\": ...}}, cast_to=openai.types.Video)).",
+    "unsupported_video_upload",
+  );
 
 export function createVideosService(deps: ServiceDeps, videos: Videos): ServiceImpl<typeof VideosService> {
   return {

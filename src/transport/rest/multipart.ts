@@ -49,7 +49,7 @@ class EventQueue {
   }
 }
 
-function setPath(desc: DescMessage, init: Record<string, unknown>, formName: string, raw: string) {
+export function setPath(desc: DescMessage, init: Record<string, unknown>, formName: string, raw: string) {
   // "expires_after[seconds]" → ["expires_after", "seconds"]
   const parts = formName.replace(/\]/g, "").split("[");
   let d: DescMessage = desc;

@@ -18,6 +18,7 @@ import { ApiError, toRestError } from "../../common/errors.js";
 import type { ServiceBinding } from "../../common/service.js";
 import { decodeStringValue, fromRestJson, restJsonAcceptsInit, toRestJson } from "../../common/rest-json.js";
 import { isMultipart, multipartMessages, type MultipartShape } from "./multipart.js";
+import { FormBody, readMultipartForm } from "./form.js";
 import { NodeHeaders } from "../node-headers.js";
 import { ResponseHeaders } from "../response-headers.js";
 
@@ -189,8 +190,10 @@ function buildInit(b: RouteBinding, req: FastifyRequest): Record<string, unknown
 
 function mergeBody(b: RouteBinding, init: Record<string, unknown>, body: unknown) {
   if (b.body === "" || body === undefined) return;
+  if (body instanceof FormBody && b.body !== "*")
+    throw new ApiError(415, "This endpoint takes a JSON body (Content-Type: application/json).", { code: "unsupported_content_type" });
   if (b.body === "*") {
-    const fromBody = fromRestJson(b.method.input, body);
+    const fromBody = body instanceof FormBody ? body.toInit(b.method.input) : fromRestJson(b.method.input, body);
     for (const f of b.pathFields)
       if (f.localName in fromBody && fromBody[f.localName] !== init[f.localName])
         throw new ApiError(400, `'${f.name}' is given by the path; do not repeat it in the body.`, { param: f.name });
@@ -220,7 +223,9 @@ function copyResponseHeaders(ctx: RestContext, reply: FastifyReply) {
 
 async function handleUnary(b: RouteBinding, impl: Function, req: FastifyRequest, reply: FastifyReply, ctx: RestContext) {
   const init = buildInit(b, req);
-  mergeBody(b, init, req.body);
+  // A multipart body is left unread by the body parsers (uploads stream it); here it is a form.
+  const body = b.body !== "" && isMultipart(req.headers["content-type"]) ? await readMultipartForm(req.raw as unknown as Readable, req.headers) : req.body;
+  mergeBody(b, init, body);
   const res = await impl(create(b.method.input, init as any), ctx);
   copyResponseHeaders(ctx, reply);
   const msg = res.$typeName || restJsonAcceptsInit(b.method.output) ? res : create(b.method.output, res);
