@@ -146,7 +146,11 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   const services: ServiceBinding[] = plain.map((s) => secureService(s, auth, ops.callLimits));
   const multipart: Record<string, MultipartShape> = Object.assign({}, ...areas.map((a) => a.multipart ?? {}));
 
-  for (const r of runtimes) for (const [kind, { handler, options }] of Object.entries(r.jobs ?? {})) jobs.register(kind, ops.timeJob(kind, handler), options);
+  for (const r of runtimes)
+    for (const [kind, { handler, options, settle }] of Object.entries(r.jobs ?? {})) {
+      jobs.register(kind, ops.timeJob(kind, handler), options);
+      jobs.onFinished(kind, settle);
+    }
   const sweeper = new ExpirySweeper(records, clock, log, jobs);
   for (const r of runtimes) for (const [kind, handler] of Object.entries(r.expiry ?? {})) sweeper.on(kind, handler);
 

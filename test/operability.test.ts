@@ -56,6 +56,7 @@ describe("GET /metrics", () => {
         metrics_test_wait: {
           handler: (ctx) => Promise.race([jobsGate, new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)))]).then(() => "done"),
           options: { concurrency: 1 },
+          settle: async () => {}, // the job serves no resource
         },
       },
     }),

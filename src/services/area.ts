@@ -10,7 +10,7 @@ import type { Migration } from "../storage/index.js";
 import type { Scope } from "../storage/types.js";
 import type { MultipartShape } from "../transport/rest/multipart.js";
 import type { ExpiryHandler } from "../jobs/expiry.js";
-import type { JobHandler, JobRunner, KindOptions } from "../jobs/runner.js";
+import type { FinishedListener, JobHandler, JobRunner, KindOptions } from "../jobs/runner.js";
 import type { ServiceDeps } from "./deps.js";
 import type { RateLimits } from "../limits/index.js";
 
@@ -37,8 +37,13 @@ export interface AreaRuntime {
   services: ServiceBinding[];
   /** Called for each expired record of a kind (a record kind, or timerKind(name) for a timer). */
   expiry?: Record<string, ExpiryHandler>;
-  /** Handlers of the job kinds the area enqueues (kind names are global: prefix them with the area). */
-  jobs?: Record<string, { handler: JobHandler<any, any, any>; options?: Partial<KindOptions> }>;
+  /**
+   * The job kinds the area enqueues (names `<area>.<verb>`). `settle` is how a job's end reaches
+   * the resource it works for: the runner calls it, at least once and after a restart too, for
+   * every job that ends `failed` or `cancelled` (and `succeeded`, for kinds that care), so no
+   * resource is left `in_progress` by a job that gave up. It must be idempotent.
+   */
+  jobs?: Record<string, { handler: JobHandler<any, any, any>; options?: Partial<KindOptions>; settle: FinishedListener }>;
   /** A File was deleted or has expired (deps.events.fileDeleted): drop what refers to it. */
   onFileDeleted?(scope: Scope, fileId: string): Promise<void>;
   /** Called when the server stops, after it stopped taking requests. */

@@ -9,12 +9,13 @@ import { newId } from "../../common/ids.js";
 import { checkMetadata } from "../../common/metadata.js";
 import type { Principal } from "../../auth/principal.js";
 import type { JobRunner } from "../../jobs/runner.js";
+import { TERMINAL_STATES } from "../../jobs/types.js";
 import type { Scope, StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { MAX_BATCH_FILE_BYTES, MAX_EXPIRY_SECONDS, MIN_EXPIRY_SECONDS, type FilesApi } from "../files/index.js";
 import { SUPPORTED_ENDPOINTS, zeroUsage, type Endpoint } from "./endpoints.js";
 import { BATCH_KIND, type BatchRecord } from "./records.js";
-import { BATCHES_RUN_JOB, runJobId } from "./jobs.js";
+import { BATCHES_RUN_JOB, runJobId, settleRun } from "./jobs.js";
 
 export const COMPLETION_WINDOW_SECONDS = 24 * 3600;
 
@@ -111,7 +112,7 @@ export class Batches {
 
   /** validating / in_progress → cancelling; the run notices between two slices and ends it cancelled. */
   async cancel(scope: Scope, id: string): Promise<BatchRecord> {
-    return this.batches.mutate(scope, id, (cur) => {
+    const rec = await this.batches.mutate(scope, id, (cur) => {
       if (!cur) throw notFound("batch", id, "batch_id");
       if (cur.data.status === "cancelling" || cur.data.status === "cancelled") return { write: "none", result: cur.data };
       if (cur.data.status !== "validating" && cur.data.status !== "in_progress")
@@ -119,5 +120,15 @@ export class Batches {
       const next: BatchRecord = { ...cur.data, status: "cancelling", cancellingAt: this.deps.clock.now() };
       return { write: "update", data: next, tag: next.status, result: next };
     });
+    // The run ends a cancelling batch; a run that already ended (it failed before its settle
+    // reached the batch) never will: end it here.
+    if (rec.status === "cancelling") {
+      const run = await this.runner.get(runJobId(id));
+      if (!run || TERMINAL_STATES.has(run.state)) {
+        await settleRun(this.deps, { state: "cancelled", scope, payload: { batchId: id }, checkpoint: run?.checkpoint ?? null, lastError: run?.lastError ?? null });
+        return (await this.get(scope, id)).data;
+      }
+    }
+    return rec;
   }
 }

@@ -18,7 +18,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { JobHandler, KindOptions } from "../../jobs/runner.js";
 import { PermanentJobError } from "../../jobs/runner.js";
-import type { Scope } from "../../storage/types.js";
+import type { Job } from "../../jobs/types.js";
+import type { Scope, WriteOp } from "../../storage/types.js";
+import { inputGone } from "./input-gone.js";
+import { SLICE_KIND, sliceId, type BatchRecord } from "./records.js";
 import { finalize } from "./finalize.js";
 import { batchesOf, type RunContext, type Runner, type RunSettings, type RunState, type RunStorage } from "./run-state.js";
 import { runSlices } from "./slices.js";
@@ -32,17 +35,56 @@ export type { RunSettings } from "./run-state.js";
 const TERMINAL = new Set(["failed", "completed", "expired", "cancelled"]);
 
 /** The job that runs a batch, on the given storage with the given settings. */
-export function runJob(deps: { storage: RunStorage; settings: RunSettings }): { handler: JobHandler<{ batchId: string }, unknown, RunState>; options: Partial<KindOptions> } {
+export function runJob(deps: { storage: RunStorage; settings: RunSettings }): {
+  handler: JobHandler<{ batchId: string }, unknown, RunState>;
+  options: Partial<KindOptions>;
+  settle: (job: Job) => Promise<void>;
+} {
   const { settings } = deps;
   const runner: Runner = {
     ...deps,
     workerConcurrency: settings.workers ? Math.max(1, Math.ceil(settings.concurrency / settings.workers.size)) : settings.concurrency,
   };
   return {
-    handler: (ctx) => runBatch(runner, ctx),
+    handler: async (ctx) => {
+      try {
+        return await runBatch(runner, ctx);
+      } catch (e) {
+        if (inputGone(e, "")) throw new PermanentJobError("its input file no longer exists: it was deleted or expired while the batch ran", { cause: e });
+        throw e;
+      }
+    },
     // Short leases: a killed server's batches are picked up seconds after a restart.
     options: { concurrency: 2, leaseMs: 5000 },
+    settle: (job) => settleRun(deps.storage, job as Job<{ batchId: string }>),
   };
+}
+
+/**
+ * A run that ended without ending its batch (the runner gave up on it, or it was cancelled): the
+ * batch ends `failed` with the run's last error, or `cancelled` when a cancel was asked for, and
+ * the slices it had committed go. Idempotent: the runner calls it again after a restart until it
+ * returns.
+ */
+export async function settleRun(storage: Pick<RunStorage, "records" | "clock">, job: Pick<Job<{ batchId: string }>, "state" | "scope" | "payload" | "checkpoint" | "lastError">): Promise<void> {
+  if (job.state === "succeeded") return;
+  const scope = job.scope;
+  const slices = (job.checkpoint as RunState | null)?.slices ?? 0;
+  const sliceOps: WriteOp[] = Array.from({ length: slices }, (_, i) => ({ op: "delete", kind: SLICE_KIND, scope, id: sliceId(job.payload.batchId, i) }));
+  await batchesOf(storage).mutate(scope, job.payload.batchId, (cur) => {
+    if (!cur || TERMINAL.has(cur.data.status)) return { write: "none", result: undefined };
+    const now = storage.clock.now();
+    const next: BatchRecord =
+      cur.data.status === "cancelling"
+        ? { ...cur.data, status: "cancelled", cancelledAt: now }
+        : {
+            ...cur.data,
+            status: "failed",
+            failedAt: now,
+            errors: [{ code: "batch_failed", line: null, message: `The batch could not run: ${job.lastError ?? "its run ended without a result"}.`, param: null }],
+          };
+    return { write: "update", data: next, tag: next.status, also: sliceOps, result: undefined };
+  });
 }
 
 async function runBatch(runner: Runner, ctx: RunContext): Promise<unknown> {

@@ -51,7 +51,7 @@ export type RunContext = JobContext<{ batchId: string }, RunState>;
 /** Requests per chunk read from the input: the unit of checking and of a worker's task. */
 export const CHUNK_REQUESTS = 512;
 
-export const batchesOf = (storage: RunStorage) => storage.records.collection<BatchRecord>(BATCH_KIND);
+export const batchesOf = (storage: Pick<RunStorage, "records">) => storage.records.collection<BatchRecord>(BATCH_KIND);
 
 /** Writes `change(current)` with compare-and-set and the runner checkpoint in one transaction. */
 export async function commit(runner: Runner, ctx: RunContext, state: RunState, change: (b: BatchRecord) => BatchRecord, extra: WriteOp[] = []): Promise<BatchRecord> {

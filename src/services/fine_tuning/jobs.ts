@@ -15,6 +15,7 @@ import { Readable } from "node:stream";
 import { newId } from "../../common/ids.js";
 import { runGrader, type GraderEngineDeps } from "../../engines/graders/index.js";
 import { PermanentJobError, type JobContext, type JobHandler, type KindOptions } from "../../jobs/runner.js";
+import type { Job } from "../../jobs/types.js";
 import { VersionConflict, type RecordStore, type Scope, type StoredRecord, type WriteOp } from "../../storage/types.js";
 import type { Clock } from "../deps.js";
 import { MAX_FILE_BYTES, type FilesApi } from "../files/index.js";
@@ -81,7 +82,7 @@ async function waitForJob(deps: Pick<TrainJobDeps, "records">, scope: Scope, p: 
 }
 
 /** The training job: a short lease, so a killed server's runs are picked up seconds after a restart. */
-export function trainJob(deps: TrainJobDeps): { handler: JobHandler<TrainPayload, unknown>; options: Partial<KindOptions> } {
+export function trainJob(deps: TrainJobDeps): { handler: JobHandler<TrainPayload, unknown>; options: Partial<KindOptions>; settle: (job: Job) => Promise<void> } {
   const jobs = () => deps.records.collection<FineTuningJobRecord>(JOB_KIND);
   const { files, models } = deps;
 
@@ -273,6 +274,28 @@ export function trainJob(deps: TrainJobDeps): { handler: JobHandler<TrainPayload
     }
   }
 
-  return { handler: train, options: { concurrency: 4, leaseMs: 5000 } };
+  /**
+   * A run the runner gave up on (its handler kept failing, or its process kept dying) fails its
+   * fine-tuning job, unless the job moved on meanwhile (a later run, a pause or a cancel: a run the
+   * API cancelled ends `cancelled`, and the API already wrote the job's status).
+   */
+  async function settle(job: Job): Promise<void> {
+    if (job.state !== "failed") return;
+    const { jobId, run } = job.payload as TrainPayload;
+    const now = deps.clock.now();
+    await jobs().mutate(job.scope, jobId, (cur) => {
+      if (!cur || cur.data.run !== run || !["validating_files", "queued", "running"].includes(cur.data.status)) return { write: "none", result: undefined };
+      const error = { code: "training_failed", message: `Training could not go on: ${job.lastError ?? "its run ended without a result"}.`, param: null };
+      return {
+        write: "update",
+        data: { ...cur.data, status: "failed", error, finishedAt: now, estimatedFinish: null },
+        tag: "failed",
+        also: [eventOp(job.scope, jobId, now, `Fine-tuning job failed: ${error.message}`, { level: "error" })],
+        result: undefined,
+      };
+    });
+  }
+
+  return { handler: train, options: { concurrency: 4, leaseMs: 5000 }, settle };
 }
 

@@ -26,15 +26,19 @@ export const vectorStoresArea: ApiArea = {
     const dense = denseSource(providers, denseEnabledFromEnv());
     const vs = new VectorStores(deps, filesApi(deps), index, jobs, dense, ingester);
     const ingestDeps: IngestJobDeps = { vectorStores: vs, index, ingester, jobs, dense };
-    // A job the runner gave up on (its process kept dying) must not leave its file in progress.
-    jobs.onFinished(VECTOR_STORES_INGEST_JOB, async (job) => {
-      if (job.state !== "succeeded") await settleAbandoned(ingestDeps, job.scope, job.payload as IngestPayload, job.lastError);
-    });
     return {
       services: [{ desc: VectorStoresService, impl: createVectorStoresService(vs, new FileBatches(deps, vs, jobs, index), limits) }],
       // Deleting a File (or its expiry) detaches it from every store.
       onFileDeleted: (scope, fileId) => vs.onFileDeleted(scope, fileId),
-      jobs: { [VECTOR_STORES_INGEST_JOB]: ingestJob(ingestDeps) },
+      jobs: {
+        [VECTOR_STORES_INGEST_JOB]: {
+          ...ingestJob(ingestDeps),
+          // A job the runner gave up on (its process kept dying) must not leave its file in progress.
+          settle: async (job) => {
+            if (job.state !== "succeeded") await settleAbandoned(ingestDeps, job.scope, job.payload as IngestPayload, job.lastError);
+          },
+        },
+      },
       expiry: { [EXPIRY_TIMER_KIND]: (scope, rec) => vs.onExpiryTimer(scope, (rec.data as TimerData).targetId) },
       stop: async () => {
         await ingester.close();

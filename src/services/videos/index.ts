@@ -69,19 +69,21 @@ export const videosArea: ApiArea = {
       fetchPolicy: { timeoutMs: config.fetchTimeoutMs, maxBytes: MAX_IMAGE_BYTES, allowPrivate: config.fetchAllowPrivate },
       workDir,
     });
-    jobs.onFinished(VIDEOS_RENDER_JOB, renderFailed(videos));
     const leaseMs = (section.job_lease_seconds ?? 30) * 1000;
     return {
       services: [{ desc: VideosService, impl: createVideosService(deps, videos) }],
       jobs: {
-        [VIDEOS_RENDER_JOB]: renderJob({
+        [VIDEOS_RENDER_JOB]: {
+          settle: renderFailed(videos),
+          ...renderJob({
           blobs: deps.blobs,
           videos,
           providers,
           log: deps.log,
           upstreamModels: section.upstream_models ?? {},
           options: { concurrency: section.concurrency ?? 1, maxAttempts: 3, backoff: { baseMs: 2000, maxMs: 30_000 }, leaseMs },
-        }),
+          }),
+        },
       },
       expiry: {
         [timerKind(ASSETS_TIMER)]: (scope, rec) => videos.expireAssets(scope, rec.id),

@@ -1,0 +1,17 @@
+// A batch's input File can be deleted or expire while the batch waits or runs. That is permanent:
+// the batch fails with an error naming the file, instead of its job retrying a read that cannot succeed.
+import { ApiError } from "../../common/errors.js";
+import { BlobNotFound } from "../../storage/types.js";
+import type { LineError } from "./input.js";
+
+/** The batch error for `e` when it says the input File (or its bytes) is gone; undefined otherwise. */
+export function inputGone(e: unknown, inputFileId: string): LineError | undefined {
+  const gone = (e instanceof ApiError && e.status === 404) || e instanceof BlobNotFound || (e instanceof Error && e.name === "BlobNotFound");
+  if (!gone) return undefined;
+  return {
+    code: "file_not_found",
+    line: null,
+    message: `The input file ${inputFileId} no longer exists: it was deleted or expired before the batch could read it.`,
+    param: "input_file_id",
+  };
+}
