@@ -205,6 +205,9 @@ export async function* multipartMessages(
     q.push({ kind: "error", error });
   };
   body.once("close", onClose);
+  // The client may have sent everything and gone (FIN) while the request was authenticated: the
+  // body then closed before this listener existed, and the form would never end.
+  if (body.destroyed) onClose();
   body.pipe(bb);
   let pending: Record<string, unknown> = { ...pathParams };
   let hasPending = true;
