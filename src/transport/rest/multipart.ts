@@ -49,7 +49,9 @@ class EventQueue {
   }
 }
 
-function setPath(desc: DescMessage, init: Record<string, unknown>, formName: string, raw: string) {
+function setPath(desc: DescMessage, init: Record<string, unknown>, formName: string | undefined, raw: string) {
+  // busboy reports a part with `name=""` (or none) as an undefined name.
+  if (!formName) throw new ApiError(400, "A form part has no name: every field needs a non-empty `name` in its Content-Disposition.", { code: "invalid_multipart" });
   // "expires_after[seconds]" → ["expires_after", "seconds"]
   const parts = formName.replace(/\]/g, "").split("[");
   let d: DescMessage = desc;
@@ -225,7 +227,7 @@ export async function* multipartMessages(
       }
       if (ev.name !== shape.file) {
         ev.stream.resume();
-        throw new ApiError(400, `Unrecognized file part '${ev.name}'; send the content as '${shape.file}'.`, { param: ev.name, code: "unknown_parameter" });
+        throw new ApiError(400, `Unrecognized file part '${ev.name ?? ""}'; send the content as '${shape.file}'.`, { param: ev.name || null, code: "unknown_parameter" });
       }
       sawFile = true;
       if (shape.filename) pending[localName(desc, shape.filename)] = ev.filename;
