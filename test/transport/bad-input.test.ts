@@ -39,7 +39,7 @@ describe("google.protobuf.Value fields (issue 22, defect 6)", () => {
   });
 });
 
-describe("multipart parts without a name (issue 22, defect 6)", () => {
+describe("multipart forms (issue 22, defects 6 and 9)", () => {
   const boundary = "----atrium-noname";
   const form = (parts: string[]) => parts.map((p) => `--${boundary}\r\n${p}`).join("") + `--${boundary}--\r\n`;
   const send = (path: string, body: string) =>
@@ -57,5 +57,17 @@ describe("multipart parts without a name (issue 22, defect 6)", () => {
     await expectError(await send("/files", form(["content-disposition: form-data\r\n\r\nassistants\r\n"])), 400, { code: "invalid_multipart" });
     const res = await send("/files", form(['content-disposition: form-data; name="purpose"\r\n\r\nassistants\r\n', 'content-disposition: form-data; name=""; filename="a.txt"\r\n\r\nhello\r\n']));
     await expectError(res, 400, { code: "unknown_parameter" });
+  });
+
+  it("a form with more fields than the limit is refused, not read in part (defect 9)", async () => {
+    // The last field is the one that would be dropped: the file must not be stored as 'assistants'.
+    const fields = Array.from({ length: 64 }, () => 'content-disposition: form-data; name="purpose"\r\n\r\nassistants\r\n');
+    fields.push('content-disposition: form-data; name="purpose"\r\n\r\nnot-a-purpose\r\n');
+    fields.push('content-disposition: form-data; name="file"; filename="a.txt"\r\ncontent-type: text/plain\r\n\r\nhello\r\n');
+    const e = await expectError(await send("/files", form(fields)), 400, { code: "invalid_multipart" });
+    expect(e.message).toContain("more than 64 fields");
+    // 64 fields are still fine.
+    const ok = await send("/files", form([...fields.slice(0, 64), fields[65]]));
+    expect(ok.status).toBe(200);
   });
 });

@@ -25,6 +25,9 @@ export interface MultipartShape {
   maxFieldBytes?: number;
 }
 
+const MAX_FORM_FIELDS = 64;
+const MAX_FORM_PARTS = 80;
+
 type Event =
   | { kind: "field"; name: string; value: string; truncated: boolean }
   | { kind: "file"; name: string; stream: Readable; filename: string }
@@ -174,7 +177,7 @@ export async function* multipartMessages(
       highWaterMark: 1 << 20,
       fileHwm: 1 << 20,
       defParamCharset: "utf8",
-      limits: { fieldSize: shape.maxFieldBytes ?? 64 * 1024, fields: 64, files: 1, parts: 80 },
+      limits: { fieldSize: shape.maxFieldBytes ?? 64 * 1024, fields: MAX_FORM_FIELDS, files: 1, parts: MAX_FORM_PARTS },
     });
   } catch (e) {
     throw new ApiError(400, `Malformed multipart/form-data request: ${(e as Error).message}`, { code: "invalid_multipart" });
@@ -193,6 +196,9 @@ export async function* multipartMessages(
     q.push({ kind: "file", name, stream, filename: info.filename ?? "" });
   });
   bb.on("filesLimit", () => q.push({ kind: "error", error: new ApiError(400, "Only one file part is accepted.", { param: shape.file }) }));
+  // Past these limits busboy drops parts silently; a form is refused rather than half-read.
+  bb.on("fieldsLimit", () => q.push({ kind: "error", error: new ApiError(400, `The form has more than ${MAX_FORM_FIELDS} fields.`, { code: "invalid_multipart" }) }));
+  bb.on("partsLimit", () => q.push({ kind: "error", error: new ApiError(400, `The form has more than ${MAX_FORM_PARTS} parts.`, { code: "invalid_multipart" }) }));
   bb.on("close", () => {
     formClosed = true;
     q.push({ kind: "end" });
