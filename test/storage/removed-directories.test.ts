@@ -16,7 +16,7 @@ afterAll(async () => s?.stop());
 async function upload(content: Buffer, name: string): Promise<Response> {
   const form = new FormData();
   form.set("purpose", "assistants");
-  form.set("file", new Blob([content]), name);
+  form.set("file", new Blob([new Uint8Array(content)]), name);
   return api(s.baseURL, "/files", { method: "POST", body: form });
 }
 
