@@ -206,16 +206,19 @@ export async function* multipartMessages(
   bb.on("error", (e) => q.push({ kind: "error", error: malformed(e) }));
   // A client that goes away mid-body never ends the form: fail the stream being read and the
   // queue, so the handler stops and removes its temp file instead of waiting forever.
-  const onClose = () => {
-    if (formClosed || (body as Readable & { complete?: boolean }).complete) return;
+  const cutOff = () => {
     const error = new ApiError(400, "The request body was cut off before the multipart form was complete.", { code: "invalid_multipart" });
     current?.destroy(error);
     q.push({ kind: "error", error });
   };
+  const onClose = () => {
+    if (!formClosed && !(body as Readable & { complete?: boolean }).complete) cutOff();
+  };
   body.once("close", onClose);
-  // The client may have sent everything and gone (FIN) while the request was authenticated: the
-  // body then closed before this listener existed, and the form would never end.
-  if (body.destroyed) onClose();
+  // The client may have sent its bytes and gone (FIN) while the request was authenticated: the
+  // body then closed before this listener existed, and what it held is gone with it (even when
+  // it was complete), so the form would never end.
+  if (body.destroyed) cutOff();
   body.pipe(bb);
   let pending: Record<string, unknown> = { ...pathParams };
   let hasPending = true;
