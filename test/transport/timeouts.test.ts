@@ -76,6 +76,23 @@ function connect(port = s.port): Promise<Watched> {
   });
 }
 
+/** One request on the session, then nothing: the server must close the session once idle. */
+async function expectIdleSessionClosed(session: http2.ClientHttp2Session) {
+  session.on("error", () => {});
+  const closed = new Promise<void>((resolve) => session.once("close", () => resolve()));
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = session.request({ ":path": "/healthz" });
+    req.on("response", (h) => resolve(Number(h[":status"])));
+    req.on("error", reject);
+    req.resume();
+    req.end();
+  });
+  expect(status).toBe(200);
+  const outcome = await Promise.race([closed.then(() => "closed"), sleep(IDLE_MS + SLACK_MS).then(() => "open")]);
+  if (outcome !== "closed") session.destroy();
+  expect(outcome).toBe("closed");
+}
+
 const BOUNDARY = "----atrium-timeouts";
 function uploadHead(declared: number, filename: string): { head: string; tail: string; overhead: number } {
   const open = `--${BOUNDARY}\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nassistants\r\n--${BOUNDARY}\r\ncontent-disposition: form-data; name="file"; filename="${filename}"\r\ncontent-type: application/octet-stream\r\n\r\n`;
@@ -132,21 +149,7 @@ describe("headers, idle and preface timeouts (issue 22, defect 2)", () => {
   });
 
   it("an idle HTTP/2 session is closed, after answering", async () => {
-    const session = http2.connect(s.url);
-    session.on("error", () => {});
-    const closed = new Promise<void>((resolve) => session.once("close", () => resolve()));
-    const status = await new Promise<number>((resolve, reject) => {
-      const req = session.request({ ":path": "/healthz" });
-      req.on("response", (h) => resolve(Number(h[":status"])));
-      req.on("error", reject);
-      req.resume();
-      req.end();
-    });
-    expect(status).toBe(200);
-    const timer = sleep(IDLE_MS + SLACK_MS).then(() => "open");
-    const outcome = await Promise.race([closed.then(() => "closed"), timer]);
-    if (outcome !== "closed") session.destroy();
-    expect(outcome).toBe("closed");
+    await expectIdleSessionClosed(http2.connect(s.url));
   });
 });
 
@@ -358,19 +361,6 @@ describe("the TLS listener's timeouts (issue 22, defect 2)", () => {
   });
 
   it("an idle HTTP/2 session over TLS is closed", async () => {
-    const session = http2.connect(secure.url, { ca });
-    session.on("error", () => {});
-    const closed = new Promise<void>((resolve) => session.once("close", () => resolve()));
-    const status = await new Promise<number>((resolve, reject) => {
-      const req = session.request({ ":path": "/healthz" });
-      req.on("response", (h) => resolve(Number(h[":status"])));
-      req.on("error", reject);
-      req.resume();
-      req.end();
-    });
-    expect(status).toBe(200);
-    const outcome = await Promise.race([closed.then(() => "closed"), sleep(IDLE_MS + SLACK_MS).then(() => "open")]);
-    if (outcome !== "closed") session.destroy();
-    expect(outcome).toBe("closed");
+    await expectIdleSessionClosed(http2.connect(secure.url, { ca }));
   });
 });
