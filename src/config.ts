@@ -7,6 +7,7 @@ import { parse as parseYaml } from "yaml";
 import type { Role } from "./auth/principal.js";
 import { compileIdentity, emptyIdentitySpec, type IdentitySpec, type OrganizationIdentityFileConfig } from "./auth/identity/config.js";
 import { DEFAULT_PROVIDER_TIMEOUT_MS, validateConfig } from "./config-schema.js";
+import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from "./transport/timeouts.js";
 
 export interface KeyConfig {
   /** The secret itself (hashed on load) ... */
@@ -103,6 +104,8 @@ export interface AtriumConfig {
   /** Fetching caller-supplied URLs (token counting's image_url / file_url). */
   fetchTimeoutMs: number;
   fetchAllowPrivate: boolean;
+  /** ATRIUM_HEADERS_TIMEOUT_MS, ATRIUM_IDLE_TIMEOUT_MS, ATRIUM_BODY_STALL_TIMEOUT_MS, ATRIUM_MAX_CONNECTIONS_PER_ADDRESS. */
+  connections: ConnectionLimits;
 }
 
 export class ConfigError extends Error {}
@@ -249,5 +252,11 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, sections: Re
     modelCacheDir: env.ATRIUM_MODEL_CACHE_DIR || join(env.ATRIUM_DATA_DIR ?? "./.atrium", "cache"),
     fetchTimeoutMs: positiveInt(env, "ATRIUM_FETCH_TIMEOUT_MS", 10_000),
     fetchAllowPrivate: flag(env, "ATRIUM_FETCH_ALLOW_PRIVATE"),
+    connections: {
+      headersTimeoutMs: positiveInt(env, "ATRIUM_HEADERS_TIMEOUT_MS", DEFAULT_CONNECTION_LIMITS.headersTimeoutMs),
+      idleTimeoutMs: positiveInt(env, "ATRIUM_IDLE_TIMEOUT_MS", DEFAULT_CONNECTION_LIMITS.idleTimeoutMs),
+      bodyStallTimeoutMs: positiveInt(env, "ATRIUM_BODY_STALL_TIMEOUT_MS", DEFAULT_CONNECTION_LIMITS.bodyStallTimeoutMs),
+      maxConnectionsPerAddress: positiveInt(env, "ATRIUM_MAX_CONNECTIONS_PER_ADDRESS", DEFAULT_CONNECTION_LIMITS.maxConnectionsPerAddress),
+    },
   };
 }

@@ -168,7 +168,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     bodyLimit: JSON_BODY_LIMIT,
     // Errors Fastify raises before routing (a path that is not valid percent-encoding, ...).
     frameworkErrors: frameworkErrorHandler(log),
-    serverFactory: (handler: any) => createOnePortServer(handler, tls),
+    serverFactory: (handler: any) => createOnePortServer(handler, cfg.connections, tls),
     forceCloseConnections: true,
     // Start-up takes ~0.25 s; on a starved machine (a test suite's parallel forks on 2 cores) the
     // default 10 s per plugin can run out. A real hang still fails, just later.
@@ -263,7 +263,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     async addListener(name, o) {
       await app.ready();
       // app.routing is the handler Fastify's own server calls: same routes, hooks and errors.
-      const server: Server = createOnePortServer(app.routing as any, o.tls);
+      const server: Server = createOnePortServer(app.routing as any, cfg.connections, o.tls);
       server.on(o.tls ? "secureConnection" : "connection", (socket) => tagSocket(socket, name));
       await new Promise<void>((resolve, reject) => {
         server.once("error", reject);

@@ -1,7 +1,6 @@
 // TLS on the one port (DESIGN contract: ATRIUM_TLS_CERT/ATRIUM_TLS_KEY switch it to TLS with ALPN
 // h2 and http/1.1). A self-signed certificate is made at test time with openssl; every client
 // trusts exactly that certificate, so the handshake, ALPN and each protocol are checked for real.
-import { spawnSync } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import http2 from "node:http2";
 import https from "node:https";
@@ -15,18 +14,7 @@ import { Code } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { API_KEY, startTestServer, tempDir, type TestServer } from "./helpers/server.js";
 import { as, bytes, clients, download, expectRpcError, fileMessages, sha256 } from "./helpers/rpc.js";
-
-function makeCert(dir: string): { cert: string; key: string } {
-  const cert = join(dir, "cert.pem");
-  const key = join(dir, "key.pem");
-  const r = spawnSync(
-    "openssl",
-    ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-    { encoding: "utf8", timeout: 30_000 },
-  );
-  if (r.status !== 0) throw new Error(`openssl is required to make the test certificate: ${r.error?.message ?? r.stderr}`);
-  return { cert, key };
-}
+import { makeCert } from "./helpers/tls.js";
 
 interface HttpsResult {
   status: number;

@@ -30,12 +30,23 @@ export async function* downloadBlob(blobs: BlobStore, d: BlobDownload): AsyncGen
     end: BigInt(range?.end ?? Math.max(0, d.size - 1)),
   });
   const head = { contentType: d.contentType, extensions: [anyPack(ContentRangeSchema, info)] };
+  // The record's size is what the client is promised (Content-Length). A blob that disagrees on
+  // disk must never break that framing: one shorter fails before any byte (an ordinary 500), or
+  // mid-body (the connection is cut) if it shrinks while read; bytes past the record are not read.
+  const stored = await blobs.size(d.key);
+  if (stored !== undefined && stored < d.size) throw new Error(`blob ${d.key} holds ${stored} bytes, its record says ${d.size}`);
+  const start = range?.start ?? 0;
+  const want = d.size === 0 ? 0 : (range?.end ?? d.size - 1) - start + 1;
+  let sent = 0;
   let sentHead = false;
-  for await (const chunk of blobs.get(d.key, range)) {
+  const chunks = want > 0 ? blobs.get(d.key, { start, end: start + want - 1 }) : [];
+  for await (const chunk of chunks) {
+    sent += chunk.length;
     if (!sentHead) {
       sentHead = true;
       yield { ...head, data: chunk };
     } else yield { data: chunk };
   }
+  if (sent < want) throw new Error(`blob ${d.key} ended after ${sent} of ${want} bytes`);
   if (!sentHead) yield head;
 }

@@ -2,12 +2,15 @@
 // keys up to 64 characters, string values up to 512; attributes may also hold numbers and
 // booleans. The messages follow the platform's wording for the same violations.
 import { invalidParam } from "./errors.js";
+import { typeError } from "./rest-json.js";
 
 export const MAX_PAIRS = 16;
 export const MAX_KEY_CHARS = 64;
 export const MAX_VALUE_CHARS = 512;
 
-function checkPairs(map: Record<string, unknown>, param: string, value: (v: unknown, at: string) => void) {
+function checkPairs(map: unknown, param: string, value: (v: unknown, at: string) => void): asserts map is Record<string, unknown> {
+  // A scalar has no keys and an array has index keys: neither is a map.
+  if (typeof map !== "object" || map === null || Array.isArray(map)) throw typeError(param, "an object", map);
   const keys = Object.keys(map);
   if (keys.length > MAX_PAIRS)
     throw invalidParam(
@@ -22,7 +25,7 @@ function checkPairs(map: Record<string, unknown>, param: string, value: (v: unkn
         `Invalid '${param}': key too long. Expected keys with maximum length ${MAX_KEY_CHARS}, but got a key with length ${k.length} instead.`,
         "key_too_long",
       );
-    value(map[k], `${param}.${k}`);
+    value((map as Record<string, unknown>)[k], `${param}.${k}`);
   }
 }
 
@@ -36,7 +39,7 @@ function checkString(v: string, at: string) {
 }
 
 /** Metadata: string values only. */
-export function checkMetadata(map: Record<string, unknown> | undefined | null, param = "metadata"): Record<string, string> | null {
+export function checkMetadata(map: unknown, param = "metadata"): Record<string, string> | null {
   if (map === undefined || map === null) return null;
   checkPairs(map, param, (v, at) => {
     if (typeof v !== "string") throw invalidParam(at, `Invalid type for '${at}': expected a string, but got ${describe(v)} instead.`, "invalid_type");
@@ -48,7 +51,7 @@ export function checkMetadata(map: Record<string, unknown> | undefined | null, p
 export type AttributeValue = string | number | boolean;
 
 /** Attributes: strings (≤ 512), finite numbers or booleans. */
-export function checkAttributes(map: Record<string, unknown> | undefined | null, param = "attributes"): Record<string, AttributeValue> | null {
+export function checkAttributes(map: unknown, param = "attributes"): Record<string, AttributeValue> | null {
   if (map === undefined || map === null) return null;
   checkPairs(map, param, (v, at) => {
     if (typeof v === "string") checkString(v, at);
@@ -62,6 +65,6 @@ export function checkAttributes(map: Record<string, unknown> | undefined | null,
 function describe(v: unknown): string {
   if (v === null) return "null";
   if (Array.isArray(v)) return "an array";
-  if (typeof v === "number") return "a non-finite number";
+  if (typeof v === "number") return Number.isInteger(v) ? "an integer" : Number.isFinite(v) ? "a decimal" : "a non-finite number";
   return typeof v === "object" ? "an object" : `a ${typeof v}`;
 }

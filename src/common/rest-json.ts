@@ -245,17 +245,48 @@ function scalarDecoder(t: ScalarType): Decoder {
   }
 }
 
+/**
+ * Deepest nesting of arrays and objects a google.protobuf.Value may hold. Each JSON level is two
+ * messages in the binary form (Value, then Struct or ListValue), and protobuf decoders stop at 100
+ * messages, so anything accepted here can also be sent to and read back by gRPC clients.
+ */
+export const MAX_JSON_VALUE_DEPTH = 32;
+
+/**
+ * What JSON.parse lets through but a Value cannot hold: a number that overflowed to Infinity
+ * (`1e400`), and nesting past MAX_JSON_VALUE_DEPTH. Iterative, so no input can overflow the stack.
+ */
+function checkJsonValue(root: unknown, rootPath: string): void {
+  const stack: Array<[unknown, string, number]> = [[root, rootPath, 0]];
+  while (stack.length) {
+    const [v, p, depth] = stack.pop()!;
+    if (typeof v === "number" && !Number.isFinite(v))
+      throw new ApiError(400, `Invalid value for '${p}': the number is out of range.`, { param: p, code: "invalid_value" });
+    if (typeof v !== "object" || v === null) continue;
+    if (depth >= MAX_JSON_VALUE_DEPTH)
+      throw new ApiError(400, `Invalid value for '${p}': arrays and objects nest more than ${MAX_JSON_VALUE_DEPTH} levels deep.`, { param: p, code: "invalid_value" });
+    if (Array.isArray(v)) v.forEach((x, i) => stack.push([x, `${p}[${i}]`, depth + 1]));
+    else for (const [k, x] of Object.entries(v)) stack.push([x, `${p}.${k}`, depth + 1]);
+  }
+}
+
 function messageValueDecoder(desc: DescMessage): Decoder {
   const wkt = isWkt(desc);
-  if (wkt === "value") return (v) => fromJson(ValueSchema, v as JsonValue);
+  if (wkt === "value")
+    return (v, p) => {
+      checkJsonValue(v, p);
+      return fromJson(ValueSchema, v as JsonValue);
+    };
   if (wkt === "struct")
     return (v, p) => {
       if (typeof v !== "object" || v === null || Array.isArray(v)) throw typeError(p, "an object", v);
+      checkJsonValue(v, p);
       return fromJson(StructSchema, v as JsonValue);
     };
   if (wkt === "list")
     return (v, p) => {
       if (!Array.isArray(v)) throw typeError(p, "an array", v);
+      checkJsonValue(v, p);
       return fromJson(ListValueSchema, v as JsonValue);
     };
   return (v, p) => create(desc, decoderFor(desc)(v, p) as any);

@@ -154,6 +154,26 @@ export class DiskBlobStore implements BlobStore {
     await Promise.all(entries.map((e) => fsp.rm(path.join(this.tmpDir, e), { recursive: true, force: true })));
   }
 
+  /** Opens a new temp file; tmp/ is made again if it was removed while the server ran. */
+  private async openTemp(file: string): Promise<number> {
+    try {
+      return await fsOpen(file, "wx", 0o644);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      await fsp.mkdir(this.tmpDir, { recursive: true });
+      return fsOpen(file, "wx", 0o644);
+    }
+  }
+
+  private async makeShard(shard: string): Promise<void> {
+    // A freshly created directory is itself a new entry that must survive a crash: blobs/ when
+    // it had to be made again, then the shard.
+    const made = await fsp.mkdir(path.join(this.blobsDir, shard), { recursive: true });
+    if (made !== undefined && made !== path.join(this.blobsDir, shard)) await fsyncDir(this.rootDir);
+    if (made !== undefined) await fsyncDir(this.blobsDir);
+    this.shards.add(shard);
+  }
+
   private shardOf(key: string): string {
     // Hash, not a key prefix: ids share prefixes ("file-"), which would pile into one directory.
     return createHash("sha1").update(key).digest("hex").slice(0, 2);
@@ -185,7 +205,7 @@ export class DiskBlobStore implements BlobStore {
     md5: boolean,
   ): Promise<BlobInfo> {
     const tmp = path.join(this.tmpDir, `${key}.${randomBytes(8).toString("hex")}`);
-    const fd = await fsOpen(tmp, "wx", 0o644);
+    const fd = await this.openTemp(tmp);
     let fdOpen = true;
     const out = fs.createWriteStream("", { fd, autoClose: false, highWaterMark: CHUNK });
     try {
@@ -197,12 +217,16 @@ export class DiskBlobStore implements BlobStore {
 
       const shard = this.shardOf(key);
       const dir = path.join(this.blobsDir, shard);
-      if (!this.shards.has(shard)) {
-        // A freshly created shard directory is itself a new entry that must survive a crash.
-        if (await fsp.mkdir(dir, { recursive: true })) await fsyncDir(this.blobsDir);
-        this.shards.add(shard);
+      if (!this.shards.has(shard)) await this.makeShard(shard);
+      try {
+        await fsp.rename(tmp, path.join(dir, key));
+      } catch (err) {
+        // The shard (or blobs/ itself) was removed behind the server's back: the cache is stale.
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+        this.shards.delete(shard);
+        await this.makeShard(shard);
+        await fsp.rename(tmp, path.join(dir, key));
       }
-      await fsp.rename(tmp, path.join(dir, key));
       await fsyncDir(dir);
       const digest = meter.digest();
       return digest === undefined ? { bytes: meter.bytes } : { bytes: meter.bytes, md5: digest };

@@ -12,7 +12,8 @@
 // timeouts or protocol versions — goes to the stock handler, which produces its own responses
 // and errors. Behaviour kept from the stock handler (@connectrpc/connect 2.x protocol-connect):
 //   - JSON input: fromJsonString with ignoreUnknownFields defaulting to true; a parse error is
-//     invalid_argument. Binary input: fromBinary; a parse error is internal ("parse binary: …").
+//     invalid_argument. Binary input: fromBinary; a parse error is invalid_argument ("parse
+//     binary: …"), which parse-errors.ts makes the stock handler answer too, and is logged.
 //   - readMaxBytes / writeMaxBytes are resource_exhausted; a body shorter or longer than its
 //     Content-Length is invalid_argument.
 //   - Success: 200, Content-Type application/json or application/proto, response headers from
@@ -204,7 +205,8 @@ export function createLeanUnaryHandler(
       try {
         return fromBinary(input, bytes, binOpts);
       } catch (e) {
-        throw new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.Internal);
+        // invalid_argument, as the stock path answers it through parse-errors.ts.
+        throw new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument);
       }
     }
     try {
@@ -262,6 +264,8 @@ export function createLeanUnaryHandler(
       ctx.abort(e);
       const error = e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e);
       if (!(e instanceof ConnectError)) req.log.error({ err: e, rpc: `${service.typeName}/${method.name}` }, "rpc failed");
+      else if (error.code === Code.InvalidArgument && error.rawMessage.startsWith("parse binary: "))
+        req.log.info({ rpc: `${service.typeName}/${method.name}`, reason: error.rawMessage }, "rpc request is not a valid protobuf message");
       status = codeToHttpStatus(error.code);
       contentType = contentTypeUnaryJson;
       error.metadata.forEach((value, key) => ctx.responseHeader.set(key, value));

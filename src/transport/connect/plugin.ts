@@ -11,6 +11,7 @@ import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import type { ServiceBinding } from "../../common/service.js";
 import { createLeanUnaryHandler, leanFormat, LeanFormat, type LeanUnaryOptions } from "./lean-unary.js";
+import { parseErrorsAsInvalidArgument } from "./parse-errors.js";
 
 
 export interface ConnectPluginOptions extends ConnectRouterOptions {
@@ -83,6 +84,8 @@ export async function connectPlugin(scope: FastifyInstance, opts: ConnectPluginO
     ...connectOptions,
     routes: (router: ConnectRouter) => {
       for (const s of services) router.service(s.desc, s.impl as any);
+      // connect-fastify registers what is in router.handlers once this returns.
+      router.handlers.forEach((h, i) => (router.handlers[i] = parseErrorsAsInvalidArgument(h, scope.log)));
     },
   });
 }

@@ -25,6 +25,9 @@ export interface MultipartShape {
   maxFieldBytes?: number;
 }
 
+const MAX_FORM_FIELDS = 64;
+const MAX_FORM_PARTS = 80;
+
 type Event =
   | { kind: "field"; name: string; value: string; truncated: boolean }
   | { kind: "file"; name: string; stream: Readable; filename: string }
@@ -49,7 +52,9 @@ class EventQueue {
   }
 }
 
-export function setPath(desc: DescMessage, init: Record<string, unknown>, formName: string, raw: string) {
+export function setPath(desc: DescMessage, init: Record<string, unknown>, formName: string | undefined, raw: string) {
+  // busboy reports a part with `name=""` (or none) as an undefined name.
+  if (!formName) throw new ApiError(400, "A form part has no name: every field needs a non-empty `name` in its Content-Disposition.", { code: "invalid_multipart" });
   // "expires_after[seconds]" → ["expires_after", "seconds"]
   const parts = formName.replace(/\]/g, "").split("[");
   let d: DescMessage = desc;
@@ -172,7 +177,7 @@ export async function* multipartMessages(
       highWaterMark: 1 << 20,
       fileHwm: 1 << 20,
       defParamCharset: "utf8",
-      limits: { fieldSize: shape.maxFieldBytes ?? 64 * 1024, fields: 64, files: 1, parts: 80 },
+      limits: { fieldSize: shape.maxFieldBytes ?? 64 * 1024, fields: MAX_FORM_FIELDS, files: 1, parts: MAX_FORM_PARTS },
     });
   } catch (e) {
     throw new ApiError(400, `Malformed multipart/form-data request: ${(e as Error).message}`, { code: "invalid_multipart" });
@@ -191,6 +196,9 @@ export async function* multipartMessages(
     q.push({ kind: "file", name, stream, filename: info.filename ?? "" });
   });
   bb.on("filesLimit", () => q.push({ kind: "error", error: new ApiError(400, "Only one file part is accepted.", { param: shape.file }) }));
+  // Past these limits busboy drops parts silently; a form is refused rather than half-read.
+  bb.on("fieldsLimit", () => q.push({ kind: "error", error: new ApiError(400, `The form has more than ${MAX_FORM_FIELDS} fields.`, { code: "invalid_multipart" }) }));
+  bb.on("partsLimit", () => q.push({ kind: "error", error: new ApiError(400, `The form has more than ${MAX_FORM_PARTS} parts.`, { code: "invalid_multipart" }) }));
   bb.on("close", () => {
     formClosed = true;
     q.push({ kind: "end" });
@@ -198,13 +206,19 @@ export async function* multipartMessages(
   bb.on("error", (e) => q.push({ kind: "error", error: malformed(e) }));
   // A client that goes away mid-body never ends the form: fail the stream being read and the
   // queue, so the handler stops and removes its temp file instead of waiting forever.
-  const onClose = () => {
-    if (formClosed || (body as Readable & { complete?: boolean }).complete) return;
+  const cutOff = () => {
     const error = new ApiError(400, "The request body was cut off before the multipart form was complete.", { code: "invalid_multipart" });
     current?.destroy(error);
     q.push({ kind: "error", error });
   };
+  const onClose = () => {
+    if (!formClosed && !(body as Readable & { complete?: boolean }).complete) cutOff();
+  };
   body.once("close", onClose);
+  // The client may have sent its bytes and gone (FIN) while the request was authenticated: the
+  // body then closed before this listener existed, and what it held is gone with it (even when
+  // it was complete), so the form would never end.
+  if (body.destroyed) cutOff();
   body.pipe(bb);
   let pending: Record<string, unknown> = { ...pathParams };
   let hasPending = true;
@@ -222,7 +236,7 @@ export async function* multipartMessages(
       }
       if (ev.name !== shape.file) {
         ev.stream.resume();
-        throw new ApiError(400, `Unrecognized file part '${ev.name}'; send the content as '${shape.file}'.`, { param: ev.name, code: "unknown_parameter" });
+        throw new ApiError(400, `Unrecognized file part '${ev.name ?? ""}'; send the content as '${shape.file}'.`, { param: ev.name || null, code: "unknown_parameter" });
       }
       sawFile = true;
       if (shape.filename) pending[localName(desc, shape.filename)] = ev.filename;
