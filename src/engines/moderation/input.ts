@@ -1,6 +1,7 @@
 // The `input` and `model` rules of POST /v1/moderations, shared by the service (which checks every
 // request, whichever provider answers it) and the local engine (which needs the items). Every
 // problem is a ModerationInputError naming the JSON path at fault (`input[2].image_url.url`).
+import type { Json } from "../../common/json.js";
 
 export const MODERATION_MODELS = ["omni-moderation-latest", "omni-moderation-2024-09-26", "text-moderation-latest", "text-moderation-stable"] as const;
 export type ModerationModel = (typeof MODERATION_MODELS)[number];
@@ -43,7 +44,6 @@ export interface ModerationItem {
   images: Array<{ url: string; param: string }>;
 }
 
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 const kindOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "an array" : typeof v === "object" ? "an object" : `a ${typeof v}`);
 const typeError = (param: string, expected: string, got: unknown) =>
