@@ -127,9 +127,10 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   const deps: ServiceDeps = { records, blobs, keys, clock, log, events };
   const auth = new Authenticator(keys);
   const providers = new Providers(cfg.providers);
-  const jobs = new JobRunner(new SqliteJobStore(records), { log });
+  const jobStore = new SqliteJobStore(records);
+  const jobs = new JobRunner(jobStore, { log });
   // Rate limits, metrics, /readyz, /openapi.json, reflection, graceful shutdown (src/operability/).
-  const ops = await Operability.open({ env: opts.env ?? process.env, log, records, blobs, file: cfg.file });
+  const ops = await Operability.open({ env: opts.env ?? process.env, log, records, blobs, file: cfg.file, jobDepth: () => jobStore.unfinishedCounts() });
 
   try {
     for (const area of areas) runtimes.push(await area.setup({ deps, config: cfg, providers, jobs, limits: ops.limits }));

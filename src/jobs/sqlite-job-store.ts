@@ -122,6 +122,7 @@ export class SqliteJobStore implements JobStore {
   private readonly sRequestCancel: Database.Statement;
   private readonly sRetry: Database.Statement;
   private readonly sHasUnfinished: Database.Statement;
+  private readonly sUnfinishedCounts: Database.Statement;
   private readonly sHasRunnable: Database.Statement;
   private readonly sPendingNotify: Database.Statement;
   private readonly sAck: Database.Statement;
@@ -215,6 +216,9 @@ export class SqliteJobStore implements JobStore {
     );
     // Kinds are passed as one JSON array so that one statement serves any set of kinds.
     const KINDS = `kind IN (SELECT value FROM json_each(:kinds))`;
+    this.sUnfinishedCounts = db.prepare(
+      "SELECT kind, state, count(*) AS n FROM jobs WHERE state IN ('queued', 'running') GROUP BY kind, state",
+    );
     this.sHasUnfinished = db
       .prepare(
         `SELECT EXISTS (SELECT 1 FROM jobs WHERE ${KINDS} AND state = 'queued')
@@ -326,6 +330,10 @@ export class SqliteJobStore implements JobStore {
     const k = JSON.stringify(kinds);
     const found = runnableAt === undefined ? this.sHasUnfinished.get({ kinds: k }) : this.sHasRunnable.get({ kinds: k, now: runnableAt });
     return found === 1;
+  }
+
+  async unfinishedCounts(): Promise<Array<{ kind: string; state: "queued" | "running"; n: number }>> {
+    return this.sUnfinishedCounts.all() as Array<{ kind: string; state: "queued" | "running"; n: number }>;
   }
 
   async pendingNotifications(kinds: string[], limit: number): Promise<Job[]> {
