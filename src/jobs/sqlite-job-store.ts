@@ -12,7 +12,7 @@
 // Statements are prepared once. better-sqlite3 is synchronous; the async methods only wrap results
 // so a networked engine fits the same interface.
 import type Database from "better-sqlite3";
-import { registerMigration, type SqliteRecordStore } from "../storage/sqlite-records.js";
+import type { SqliteRecordStore } from "../storage/sqlite-records.js";
 import { VersionConflict, type WriteOp } from "../storage/types.js";
 import type { ClaimResult, Job, JobState, JobStore, LeaseStatus, NewJob, RunEnding } from "./types.js";
 
@@ -46,9 +46,6 @@ const MIGRATION_SQL = `
   CREATE INDEX jobs_notify ON jobs (kind) WHERE notify_pending = 1;
 `;
 
-// Stores opened after this module is loaded create the table with the rest of their schema; a
-// store opened earlier gets it from the SqliteJobStore constructor.
-registerMigration(MIGRATION_ID, MIGRATION_SQL);
 
 interface Row {
   id: string;
@@ -142,6 +139,7 @@ export class SqliteJobStore implements JobStore {
   >;
 
   constructor(private readonly records: SqliteRecordStore) {
+    // The table is created with the store that holds it, once (recorded by id), not on import.
     records.applyMigrations([{ id: MIGRATION_ID, sql: MIGRATION_SQL }]);
     const db = (this.db = records.db);
 
