@@ -31,7 +31,7 @@ import { FormBody } from "./transport/rest/form.js";
 import { systemClock, type AreaEvents, type Clock, type ServiceDeps } from "./services/deps.js";
 import { ExpirySweeper } from "./jobs/expiry.js";
 import { JobRunner } from "./jobs/runner.js";
-import { SqliteJobStore } from "./jobs/sqlite-job-store.js";
+import { JOBS_MIGRATION, SqliteJobStore } from "./jobs/sqlite-job-store.js";
 import type { ApiArea, AreaRuntime } from "./services/area.js";
 import { areas as defaultAreas } from "./services/index.js";
 import { Operability } from "./operability/index.js";
@@ -116,7 +116,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   keepPathsPrivate(cfg.dataDir);
   const clock = opts.clock ?? systemClock;
   // The store hides expired rows by the same clock the services and the sweeper use.
-  const { records, blobs } = await openStorage(cfg.dataDir, { now: () => clock.now(), migrations: areas.flatMap((a) => a.migrations ?? []) });
+  const { records, blobs } = await openStorage(cfg.dataDir, { now: () => clock.now(), migrations: [JOBS_MIGRATION, ...areas.flatMap((a) => a.migrations ?? [])] });
   const keys = new KeyStore(records);
   const { generatedAdminKey } = await bootstrap(keys, cfg);
   const runtimes: AreaRuntime[] = [];
@@ -129,9 +129,10 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   const deps: ServiceDeps = { records, blobs, keys, clock, log, events };
   const auth = new Authenticator(keys);
   const providers = new Providers(cfg.providers);
-  const jobs = new JobRunner(new SqliteJobStore(records), { log });
+  const jobStore = new SqliteJobStore(records);
+  const jobs = new JobRunner(jobStore, { log });
   // Rate limits, metrics, /readyz, /openapi.json, reflection, graceful shutdown (src/operability/).
-  const ops = await Operability.open({ env: opts.env ?? process.env, log, records, blobs, file: cfg.file });
+  const ops = await Operability.open({ env: opts.env ?? process.env, log, records, blobs, file: cfg.file, jobDepth: () => jobStore.unfinishedCounts() });
 
   try {
     for (const area of areas) runtimes.push(await area.setup({ deps, config: cfg, providers, jobs, limits: ops.limits }));

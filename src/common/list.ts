@@ -1,7 +1,7 @@
 // The standard list parameters (spec 4, "Standard list parameters") and the list envelope (2.1).
 import { ApiError, invalidParam } from "./errors.js";
 import type { ListQuery, ListPage, StoredRecord } from "../storage/types.js";
-import { CursorNotFound } from "../storage/sqlite-records.js";
+import { CursorNotFound } from "../storage/types.js";
 
 export interface ListParams {
   after?: string;

@@ -6,8 +6,8 @@
 import { create, fromJson, toJson, ScalarType, type DescField, type DescMessage, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema, StructSchema, ListValueSchema } from "@bufbuild/protobuf/wkt";
 import { ApiError } from "./errors.js";
+import type { Json } from "./json.js";
 
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type Encoder = (value: any) => Json;
 type Decoder = (json: unknown, path: string) => unknown;
 

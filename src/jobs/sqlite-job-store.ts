@@ -12,7 +12,7 @@
 // Statements are prepared once. better-sqlite3 is synchronous; the async methods only wrap results
 // so a networked engine fits the same interface.
 import type Database from "better-sqlite3";
-import { registerMigration, type SqliteRecordStore } from "../storage/sqlite-records.js";
+import type { SqliteRecordStore } from "../storage/sqlite-records.js";
 import { VersionConflict, type WriteOp } from "../storage/types.js";
 import type { ClaimResult, Job, JobState, JobStore, LeaseStatus, NewJob, RunEnding } from "./types.js";
 
@@ -46,9 +46,9 @@ const MIGRATION_SQL = `
   CREATE INDEX jobs_notify ON jobs (kind) WHERE notify_pending = 1;
 `;
 
-// Stores opened after this module is loaded create the table with the rest of their schema; a
-// store opened earlier gets it from the SqliteJobStore constructor.
-registerMigration(MIGRATION_ID, MIGRATION_SQL);
+/** The jobs table. The server applies it before the areas' migrations (which may rewrite queued jobs). */
+export const JOBS_MIGRATION = { id: MIGRATION_ID, sql: MIGRATION_SQL };
+
 
 interface Row {
   id: string;
@@ -122,6 +122,7 @@ export class SqliteJobStore implements JobStore {
   private readonly sRequestCancel: Database.Statement;
   private readonly sRetry: Database.Statement;
   private readonly sHasUnfinished: Database.Statement;
+  private readonly sUnfinishedCounts: Database.Statement;
   private readonly sHasRunnable: Database.Statement;
   private readonly sPendingNotify: Database.Statement;
   private readonly sAck: Database.Statement;
@@ -141,7 +142,8 @@ export class SqliteJobStore implements JobStore {
   >;
 
   constructor(private readonly records: SqliteRecordStore) {
-    records.applyMigrations([{ id: MIGRATION_ID, sql: MIGRATION_SQL }]);
+    // The table is created with the store that holds it, once (recorded by id), not on import.
+    records.applyMigrations([JOBS_MIGRATION]);
     const db = (this.db = records.db);
 
     this.sInsert = db.prepare(
@@ -215,6 +217,9 @@ export class SqliteJobStore implements JobStore {
     );
     // Kinds are passed as one JSON array so that one statement serves any set of kinds.
     const KINDS = `kind IN (SELECT value FROM json_each(:kinds))`;
+    this.sUnfinishedCounts = db.prepare(
+      "SELECT kind, state, count(*) AS n FROM jobs WHERE state IN ('queued', 'running') GROUP BY kind, state",
+    );
     this.sHasUnfinished = db
       .prepare(
         `SELECT EXISTS (SELECT 1 FROM jobs WHERE ${KINDS} AND state = 'queued')
@@ -326,6 +331,10 @@ export class SqliteJobStore implements JobStore {
     const k = JSON.stringify(kinds);
     const found = runnableAt === undefined ? this.sHasUnfinished.get({ kinds: k }) : this.sHasRunnable.get({ kinds: k, now: runnableAt });
     return found === 1;
+  }
+
+  async unfinishedCounts(): Promise<Array<{ kind: string; state: "queued" | "running"; n: number }>> {
+    return this.sUnfinishedCounts.all() as Array<{ kind: string; state: "queued" | "running"; n: number }>;
   }
 
   async pendingNotifications(kinds: string[], limit: number): Promise<Job[]> {

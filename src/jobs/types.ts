@@ -118,4 +118,6 @@ export interface JobStore {
   ackNotification(id: string): Promise<void>;
   /** Deletes up to `limit` terminal jobs finished before `before` and already notified. */
   purgeFinished(before: number, limit: number): Promise<number>;
+  /** How many jobs of each kind are queued and running (the jobs gauge of /metrics). */
+  unfinishedCounts(): Promise<Array<{ kind: string; state: "queued" | "running"; n: number }>>;
 }

@@ -5,37 +5,20 @@
 // blob store drops its temp file; no record is written). Two uploads racing for the last bytes
 // can both pass the check: the cap may be exceeded by what is in flight at one moment, no more.
 import { ApiError } from "../common/errors.js";
-import { eachRecord } from "../common/pages.js";
 import type { RecordStore } from "../storage/types.js";
 
+// The files area's record kind: limits sit below the areas and count their records by kind.
 const FILE_KIND = "file";
 
-interface SqliteHandle {
-  prepare(sql: string): { get(...args: unknown[]): unknown };
-}
-
 export class ProjectStorage {
-  private sum: { get(...args: unknown[]): unknown } | undefined;
-
   constructor(
     private readonly records: RecordStore,
     readonly capBytes: number,
-  ) {
-    // The embedded store sums in SQL (an index walk); other stores page through the records.
-    const db = (records as { db?: SqliteHandle }).db;
-    if (db)
-      this.sum = db.prepare(
-        `SELECT COALESCE(SUM(json_extract(data, '$.bytes')), 0) AS n FROM records
-         WHERE kind = '${FILE_KIND}' AND project_id = ? AND (expires_at IS NULL OR expires_at > ?)`,
-      );
-  }
+  ) {}
 
   /** Bytes of the project's live Files. */
-  async used(projectId: string): Promise<number> {
-    if (this.sum) return (this.sum.get(projectId, Math.floor(Date.now() / 1000)) as { n: number }).n;
-    let n = 0;
-    for await (const r of eachRecord(this.records.collection<{ bytes: number }>(FILE_KIND), { projectId }, { order: "asc" })) n += r.data.bytes;
-    return n;
+  used(projectId: string): Promise<number> {
+    return this.records.collection<{ bytes: number }>(FILE_KIND).sum({ projectId }, "bytes");
   }
 
   /** Refuses `adding` more bytes if they do not fit. */

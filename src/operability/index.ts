@@ -17,7 +17,7 @@ import { DEFAULT_RATE_LIMIT_HEADERS, type RateLimits } from "../limits/rate-limi
 import type { MultipartShape } from "../transport/rest/multipart.js";
 import type { BlobStore, RecordStore } from "../storage/types.js";
 import { installReadiness } from "./health.js";
-import { Metrics, sqliteJobDepth } from "./metrics.js";
+import { Metrics } from "./metrics.js";
 import { generateOpenApi } from "./openapi.js";
 import { reflectionServices } from "./reflection.js";
 import { DEFAULT_SHUTDOWN_GRACE_MS, Drain } from "./shutdown.js";
@@ -56,6 +56,8 @@ export function operabilityEnv(env: Env): OperabilityEnv {
 export interface OperabilityDeps {
   env: Env;
   log: Logger;
+  /** Queued and running jobs by kind, for the jobs gauge (JobStore.unfinishedCounts). */
+  jobDepth?: () => Promise<Array<{ kind: string; state: string; n: number }>>;
   records: RecordStore;
   blobs: BlobStore;
   /** ATRIUM_CONFIG as read: organizations' and projects' rate_limits and spend caps. */
@@ -75,8 +77,7 @@ export class Operability {
 
   static async open(deps: OperabilityDeps): Promise<Operability> {
     const env = operabilityEnv(deps.env);
-    const db = (deps.records as { db?: { prepare(sql: string): { all(): unknown[] } } }).db;
-    const metrics = env.metrics ? new Metrics({ token: env.metricsToken, jobDepth: db ? sqliteJobDepth(db) : undefined }) : undefined;
+    const metrics = env.metrics ? new Metrics({ token: env.metricsToken, jobDepth: deps.jobDepth }) : undefined;
     const limits = await openRateLimits(env.limits, deps.file, { log: deps.log, onReject: metrics?.onReject });
     const callLimits = new CallLimits(limits, new ProjectStorage(deps.records, env.limits.projectStorageBytes));
     return new Operability(env, deps, callLimits, metrics, new Drain(env.shutdownGraceMs));

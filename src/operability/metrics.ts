@@ -91,7 +91,7 @@ export interface MetricsOptions {
   /** ATRIUM_METRICS_TOKEN: /metrics then needs `Authorization: Bearer <token>`. */
   token?: string;
   /** Job counts by kind and state (queued, running), read at scrape time. */
-  jobDepth?: () => Array<{ kind: string; state: string; n: number }>;
+  jobDepth?: () => Promise<Array<{ kind: string; state: string; n: number }>>;
   /** prom-client's process and Node.js metrics. Default on. */
   processMetrics?: boolean;
 }
@@ -151,12 +151,12 @@ export class Metrics {
       help: "Durable jobs by kind and state (queued: waiting, including retries; running: leased).",
       type: "gauge",
       aggregator: "sum",
-      get: () => ({
+      get: async () => ({
         name: "atrium_jobs",
         help: "Durable jobs by kind and state (queued: waiting, including retries; running: leased).",
         type: "gauge",
         aggregator: "sum",
-        values: (depth?.() ?? []).map((r) => ({ labels: { kind: r.kind, state: r.state }, value: r.n })),
+        values: ((await depth?.()) ?? []).map((r) => ({ labels: { kind: r.kind, state: r.state }, value: r.n })),
       }),
     } as any);
     this.jobDuration = new Histogram({
@@ -261,17 +261,4 @@ export class Metrics {
     if (cl !== undefined) s.bytesIn += contentLength(cl);
     s.bytesOut += contentLength(reply.getHeader("content-length") ?? reply.raw.getHeader("content-length"));
   }
-}
-
-/** Job counts for the embedded store (the `jobs` table of src/jobs/sqlite-job-store.ts). */
-export function sqliteJobDepth(db: { prepare(sql: string): { all(): unknown[] } }): () => Array<{ kind: string; state: string; n: number }> {
-  let stmt: { all(): unknown[] } | undefined;
-  return () => {
-    try {
-      stmt ??= db.prepare("SELECT kind, state, count(*) AS n FROM jobs WHERE state IN ('queued', 'running') GROUP BY kind, state");
-      return stmt.all() as Array<{ kind: string; state: string; n: number }>;
-    } catch {
-      return []; // no jobs table yet
-    }
-  };
 }

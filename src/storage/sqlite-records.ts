@@ -139,6 +139,7 @@ export class SqliteRecordStore implements RecordStore {
   private readonly collections = new Map<string, SqliteCollection<unknown>>();
   private readonly listStmts = new Map<string, Database.Statement>();
   private readonly countStmts = new Map<string, Database.Statement>();
+  private readonly sumStmts = new Map<string, Database.Statement>();
 
   // Hot-path statements, prepared once.
   private readonly sInsert: Database.Statement;
@@ -412,6 +413,30 @@ export class SqliteRecordStore implements RecordStore {
     return stmt.get(...params) as number;
   }
 
+  /** @internal */
+  sumSync(kind: string, scope: Scope, field: string, q: { parentId?: string; tag?: string } | undefined): number {
+    // The field is a JSON path component: a plain name only, never SQL.
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(field)) throw new RangeError(`invalid field name ${field}`);
+    const params: unknown[] = [`$.${field}`, kind, scope.projectId];
+    if (q?.parentId !== undefined) params.push(q.parentId);
+    if (q?.tag !== undefined) params.push(q.tag);
+    params.push(this.now());
+    const key = `${q?.parentId !== undefined ? "p" : ""}${q?.tag !== undefined ? "t" : ""}`;
+    let stmt = this.sumStmts.get(key);
+    if (!stmt) {
+      stmt = this.db
+        .prepare(
+          `SELECT COALESCE(SUM(json_extract(data, ?)), 0) FROM records WHERE kind = ? AND project_id = ?` +
+            (q?.parentId !== undefined ? " AND parent_id = ?" : "") +
+            (q?.tag !== undefined ? " AND tag = ?" : "") +
+            ` AND ${LIVE}`,
+        )
+        .pluck();
+      this.sumStmts.set(key, stmt);
+    }
+    return stmt.get(...params) as number;
+  }
+
   private cursorPos(kind: string, scope: Scope, id: string): { created_at: number; seq: number } {
     const pos = this.sCursor.get(kind, id, scope.projectId) as { created_at: number; seq: number } | undefined;
     if (!pos) throw new CursorNotFound(kind, id);
@@ -483,6 +508,10 @@ class SqliteCollection<T> implements Collection<T> {
 
   async count(scope: Scope, query?: { parentId?: string; tag?: string }): Promise<number> {
     return this.store.countSync(this.kind, scope, query);
+  }
+
+  async sum(scope: Scope, field: string, query?: { parentId?: string; tag?: string }): Promise<number> {
+    return this.store.sumSync(this.kind, scope, field, query);
   }
 
   mutate<R>(

@@ -145,6 +145,11 @@ export interface Collection<T> {
     opts?: { commit?: (ops: WriteOp[]) => Promise<void> },
   ): Promise<R>;
   count(scope: Scope, query?: { parentId?: string; tag?: string }): Promise<number>;
+  /**
+   * The sum of the numeric top-level field `field` of the live records (as count() selects them);
+   * records without it count 0. An index walk in a SQL store, not a page-by-page read.
+   */
+  sum(scope: Scope, field: string, query?: { parentId?: string; tag?: string }): Promise<number>;
 }
 
 export interface RecordStore {

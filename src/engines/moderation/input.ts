@@ -1,6 +1,8 @@
 // The `input` and `model` rules of POST /v1/moderations, shared by the service (which checks every
 // request, whichever provider answers it) and the local engine (which needs the items). Every
 // problem is a ModerationInputError naming the JSON path at fault (`input[2].image_url.url`).
+import { splitDataUrl } from "../../common/data-url.js";
+import type { Json } from "../../common/json.js";
 
 export const MODERATION_MODELS = ["omni-moderation-latest", "omni-moderation-2024-09-26", "text-moderation-latest", "text-moderation-stable"] as const;
 export type ModerationModel = (typeof MODERATION_MODELS)[number];
@@ -43,7 +45,6 @@ export interface ModerationItem {
   images: Array<{ url: string; param: string }>;
 }
 
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 const kindOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "an array" : typeof v === "object" ? "an object" : `a ${typeof v}`);
 const typeError = (param: string, expected: string, got: unknown) =>
@@ -123,16 +124,14 @@ function onlyKeys(obj: { [k: string]: Json }, at: string, allowed: string[]): vo
     if (!allowed.includes(k)) throw new ModerationInputError(`${at}.${k}`, `Unrecognized request argument supplied: ${at}.${k}`, "unknown_parameter");
 }
 
-const DATA_URL = /^data:([^;,]*)(;[^,]*)?,/i;
-
 /** A URL's form (its reachability and content are the fetcher's and the decoder's business). */
 function checkImageUrl(url: string, param: string): void {
   if (url.startsWith("data:")) {
-    const m = DATA_URL.exec(url);
-    if (!m || !/;base64$/i.test(m[2] ?? "")) throw new ModerationInputError(param, `Invalid '${param}': a data URL must be base64 (data:image/png;base64,...).`, "invalid_image_url");
-    if (!/^image\/(png|jpeg|jpg|gif|webp)$/i.test(m[1]!))
-      throw new ModerationInputError(param, `Invalid '${param}': unsupported image type '${m[1]}'; use PNG, JPEG, GIF or WebP.`, "invalid_image_format");
-    const approxBytes = Math.floor(((url.length - m[0].length) * 3) / 4);
+    const d = splitDataUrl(url);
+    if (!d?.base64) throw new ModerationInputError(param, `Invalid '${param}': a data URL must be base64 (data:image/png;base64,...).`, "invalid_image_url");
+    if (!/^image\/(png|jpeg|jpg|gif|webp)$/i.test(d.mediaType))
+      throw new ModerationInputError(param, `Invalid '${param}': unsupported image type '${d.mediaType}'; use PNG, JPEG, GIF or WebP.`, "invalid_image_format");
+    const approxBytes = Math.floor((d.payload.length * 3) / 4);
     if (approxBytes > LIMITS.maxImageBytes + 3)
       throw new ModerationInputError(param, `Invalid '${param}': the image is larger than ${LIMITS.maxImageBytes} bytes.`, "image_too_large");
     return;

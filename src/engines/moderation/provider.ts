@@ -7,7 +7,9 @@ import type { EmbeddingsProvider, ModerateOptions, ModerationInput, ModerationPr
 import { CATEGORIES, IMAGE_CAPABLE, OMNI_ONLY, type Category } from "./categories.js";
 import { ImageClassifier, sexualImageScore } from "./image/classifier.js";
 import { isTextOnlyModel, parseModel, parseModerationInput, type ModerationItem } from "./input.js";
-import { raceAbort, TextClassifier } from "./text/classifier.js";
+import { TextClassifier } from "./text/classifier.js";
+import { raceAbort } from "../../common/abort.js";
+import type { Json } from "../../common/json.js";
 
 /** The id this provider reports (logs, metrics); responses carry the model the caller asked for. */
 export const LOCAL_MODERATION_ID = "atrium-moderation-local";
@@ -31,7 +33,6 @@ export class LocalModerationTimeout extends Error {
   override readonly name = "LocalModerationTimeout";
 }
 
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 export class LocalModeration implements ModerationProvider {
   readonly id = LOCAL_MODERATION_ID;

@@ -38,6 +38,7 @@ import { InputTokensError } from "./errors.js";
 import { imageTokens, type ImageDetail } from "./image-tokens.js";
 import { resolveModel, type ModelInfo } from "./models.js";
 import { countTools } from "./tools.js";
+import { DataUrlError, decodeDataUrl, splitDataUrl } from "../../common/data-url.js";
 
 export interface InputTokensDeps {
   /** Bytes of an http(s) image URL. */
@@ -120,37 +121,20 @@ const REJECTED_ITEMS = new Set([
   "mcp_call",
 ]);
 
-interface DataUrl {
-  mime: string;
-  bytes: Uint8Array;
-}
-
-/** Decode a `data:` URL (base64 or percent-encoded); 413 when it decodes to more than maxBytes. */
-function decodeDataUrl(url: string, param: string, maxBytes: number): DataUrl {
-  const comma = url.indexOf(",");
-  if (comma < 0) throw invalid(param, `Invalid data URL in '${param}': no ',' separator.`);
-  const meta = url.slice(5, comma);
-  const payload = url.slice(comma + 1);
-  const isBase64 = /;base64$/i.test(meta);
-  const mime = (meta.split(";")[0] ?? "").toLowerCase();
-  if (isBase64) {
-    const clean = payload.replace(/\s+/g, "");
-    if (Math.floor((clean.length * 3) / 4) > maxBytes + 2) {
-      throw new InputTokensError(413, param, `The data in '${param}' is larger than ${maxBytes} bytes.`, "payload_too_large");
-    }
-    if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean)) throw invalid(param, `Invalid base64 data in '${param}'.`, "invalid_base64");
-    const bytes = Buffer.from(clean, "base64");
-    return { mime, bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length) };
-  }
-  let text: string;
+/** A `data:` URL's bytes (base64 or percent-encoded); 413 when it decodes to more than maxBytes. */
+function dataUrlBytes(url: string, param: string, maxBytes: number): Uint8Array {
+  const d = splitDataUrl(url);
+  if (!d) throw invalid(param, `Invalid data URL in '${param}': no ',' separator.`);
+  let bytes: Buffer;
   try {
-    text = decodeURIComponent(payload);
-  } catch {
+    bytes = decodeDataUrl(d, { maxBytes });
+  } catch (e) {
+    if (!(e instanceof DataUrlError)) throw e;
+    if (e.problem === "too_large") throw new InputTokensError(413, param, `The data in '${param}' is larger than ${maxBytes} bytes.`, "payload_too_large");
+    if (e.problem === "invalid_base64") throw invalid(param, `Invalid base64 data in '${param}'.`, "invalid_base64");
     throw invalid(param, `Invalid percent-encoding in the data URL in '${param}'.`);
   }
-  const bytes = Buffer.from(text, "latin1");
-  if (bytes.length > maxBytes) throw new InputTokensError(413, param, `The data in '${param}' is larger than ${maxBytes} bytes.`, "payload_too_large");
-  return { mime, bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length) };
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
 }
 
 class Counter {
@@ -372,7 +356,7 @@ class Counter {
       if (typeof url !== "string") throw wrongType(urlPath, "a string");
       param = urlPath;
       if (/^data:/i.test(url)) {
-        bytes = decodeDataUrl(url, urlPath, this.maxImageBytes).bytes;
+        bytes = dataUrlBytes(url, urlPath, this.maxImageBytes);
       } else if (/^https?:\/\//i.test(url)) {
         try {
           bytes = await this.deps.fetchImage(url);
@@ -436,7 +420,7 @@ class Counter {
         throw fromDependency(e, param, `fetch the file at '${value}'`);
       }
     } else {
-      bytes = /^data:/i.test(value) ? decodeDataUrl(value, param, this.maxFileBytes).bytes : decodeDataUrl(`data:;base64,${value}`, param, this.maxFileBytes).bytes;
+      bytes = dataUrlBytes(/^data:/i.test(value) ? value : `data:;base64,${value}`, param, this.maxFileBytes);
     }
     if (bytes.length > this.maxFileBytes) {
       throw new InputTokensError(413, param, `The file in '${param}' is larger than ${this.maxFileBytes} bytes.`, "payload_too_large");

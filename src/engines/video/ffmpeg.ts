@@ -1,31 +1,10 @@
-// The npm-shipped ffmpeg and ffprobe, run as child processes (docs/architecture.md, principle 7: a render never
-// blocks the event loop). Binaries are looked up on first use, so a server without them starts and
-// only its renders fail, with a message that says why.
+// The npm-shipped ffmpeg and ffprobe, run as child processes (docs/architecture.md, principle 7: a
+// render never blocks the event loop). Binaries are located by engines/media/ffmpeg.ts on first
+// use, so a server without them starts and only its renders fail, with a message that says why.
 import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
+import { FfmpegError, ffmpegBinaries } from "../media/ffmpeg.js";
 
-const require = createRequire(import.meta.url);
-
-let binaries: { ffmpeg: string; ffprobe: string } | undefined;
-
-export class FfmpegError extends Error {
-  override readonly name = "FfmpegError";
-}
-
-/** Paths of the ffmpeg and ffprobe binaries of @ffmpeg-installer / @ffprobe-installer. */
-export function ffmpegBinaries(): { ffmpeg: string; ffprobe: string } {
-  if (binaries) return binaries;
-  try {
-    binaries = {
-      ffmpeg: (require("@ffmpeg-installer/ffmpeg") as { path: string }).path,
-      ffprobe: (require("@ffprobe-installer/ffprobe") as { path: string }).path,
-    };
-  } catch (e) {
-    // The installers throw strings.
-    throw new FfmpegError(`ffmpeg is not installed for this platform (@ffmpeg-installer/ffmpeg, @ffprobe-installer/ffprobe): ${e instanceof Error ? e.message : String(e)}`);
-  }
-  return binaries;
-}
+export { FfmpegError, ffmpegBinaries } from "../media/ffmpeg.js";
 
 export interface RunOptions {
   /** Working directory: inputs are passed by relative name, so paths need no filter escaping. */

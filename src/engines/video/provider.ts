@@ -12,6 +12,7 @@ import { inspectImage } from "../media/image.js";
 import { newId } from "../../common/ids.js";
 import type { CallOptions, VideoProvider, VideoRender, VideoRenderRequest, VideoVariant } from "../../providers/types.js";
 import { renderVideo, type RenderedFiles, type RenderSpec } from "./render.js";
+import { splitDataUrl } from "../../common/data-url.js";
 
 export const LOCAL_VIDEO_PROVIDER_ID = "atrium-procedural-video";
 
@@ -52,9 +53,9 @@ function parseSize(size: string): { width: number; height: number } {
 }
 
 function dataUrlBytes(url: string): Buffer {
-  const m = /^data:[^,]*;base64,(.*)$/is.exec(url);
-  if (!m) throw new LocalRenderError(400, "input_reference.image_url must be a base64 data URL for the local renderer", "invalid_image_url");
-  return Buffer.from(m[1], "base64");
+  const d = splitDataUrl(url);
+  if (!d?.base64) throw new LocalRenderError(400, "input_reference.image_url must be a base64 data URL for the local renderer", "invalid_image_url");
+  return Buffer.from(d.payload, "base64");
 }
 
 async function writeStream(path: string, source: () => AsyncIterable<Uint8Array>, signal?: AbortSignal): Promise<void> {

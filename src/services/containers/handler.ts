@@ -10,6 +10,7 @@ import {
 } from "../../../gen/atrium/v1/containers_pb.js";
 import { scopeOf } from "../../auth/principal.js";
 import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
+import { withClientStream } from "../../common/client-stream.js";
 import { downloadBlob } from "../../common/download.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
 import type { Scope, StoredRecord } from "../../storage/types.js";
@@ -112,14 +113,7 @@ export function createContainersService(deps: ServiceDeps, containers: Container
     },
 
     async createContainerFile(requests: AsyncIterable<CreateContainerFileRequest>, ctx: HandlerContext) {
-      const it = requests[Symbol.asyncIterator]();
-      try {
-        return containerFileMessage(await addFile(containers, scopeOf(ctx), it));
-      } finally {
-        // Ends the request stream however the call went (multipart: the rest of the body is
-        // drained). Not awaited: a read may still be pending while the error is already known.
-        it.return?.().catch(() => {});
-      }
+      return containerFileMessage(await withClientStream(requests, (it) => addFile(containers, scopeOf(ctx), it)));
     },
 
     async listContainerFiles(req, ctx) {

@@ -6,6 +6,7 @@ import { invalidParam, missingParam } from "../../common/errors.js";
 import { countEmbeddingTokens } from "../../engines/embeddings/index.js";
 import { getEncoding } from "../../engines/tokenizer/index.js";
 import { typeError } from "../../common/rest-json.js";
+import type { Json } from "../../common/json.js";
 
 export const MAX_INPUTS = 2048;
 export const MAX_INPUT_TOKENS = 8192;
@@ -18,7 +19,6 @@ export interface EmbeddingInputs {
   tokens: number[];
 }
 
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 /** Parses the JSON of `input` and counts its tokens; throws a 400 for anything the platform refuses. */
 export async function parseInput(input: Json | undefined): Promise<EmbeddingInputs> {

@@ -2,6 +2,7 @@
 // its bytes, create one, share its bytes, delete it) goes through FilesApi, so the File record
 // kinds stay private to this folder. Reached through `filesApi(deps)` from files/index.ts.
 import { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
 import { ApiError, notFound } from "../../common/errors.js";
 import { BlobTooLarge, VersionConflict, type ListPage, type ListQuery, type Scope, type StoredRecord, type WriteOp } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
@@ -94,9 +95,7 @@ export class FilesApi {
     const param = opts.param ?? "file_id";
     const view = typeof file === "string" ? await this.get(scope, file, param) : file;
     if (view.bytes > opts.maxBytes) throw tooLarge(opts.maxBytes, param);
-    const chunks: Buffer[] = [];
-    for await (const c of this.deps.blobs.get(view.blobKey)) chunks.push(c as Buffer);
-    return Buffer.concat(chunks);
+    return buffer(this.deps.blobs.get(view.blobKey));
   }
 
   /** A fresh File id, for bytes written with writeContent() before the File is recorded. */

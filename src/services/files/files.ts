@@ -7,7 +7,6 @@ import type { ServiceDeps } from "../deps.js";
 import { newId } from "../../common/ids.js";
 import { FILE_KIND, FILE_SHARE_KIND } from "./records.js";
 
-export { FILE_KIND, FILE_SHARE_KIND, type FileRecord } from "./records.js";
 export const MAX_FILE_BYTES = 512 * 1024 * 1024;
 export const MAX_BATCH_FILE_BYTES = 200 * 1024 * 1024;
 export const BATCH_DEFAULT_TTL = 30 * 24 * 3600;

@@ -9,8 +9,6 @@ import { BUILTIN_MODELS, builtinModel } from "./catalog.js";
 import { FineTunedModels } from "./fine-tuned.js";
 import { modelNotFound } from "./models.js";
 
-export { FINE_TUNED_MODEL_KIND, type FineTunedModelRecord } from "./records.js";
-
 export function createModelsService(deps: ServiceDeps): ServiceImpl<typeof ModelsService> {
   const tuned = new FineTunedModels(deps);
   const builtin = BUILTIN_MODELS.map((x) => ({ id: x.id, object: "model", created: BigInt(x.created), ownedBy: x.ownedBy, shutdownDate: x.shutdownDate ?? undefined }));

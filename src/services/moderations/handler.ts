@@ -7,6 +7,7 @@ import { ListValueSchema, ValueSchema, type ListValue, type Value } from "@bufbu
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ModerationsService, type CreateModerationResponseSchema, type ModerationResultSchema } from "../../../gen/atrium/v1/moderations_pb.js";
 import { ApiError } from "../../common/errors.js";
+import type { Json } from "../../common/json.js";
 import { LocalEmbeddingsTimeout } from "../../engines/embeddings/index.js";
 import { LocalModerationTimeout, ModerationInputError, parseModel, parseModerationInput } from "../../engines/moderation/index.js";
 import { PoolClosedError, WorkerCrashedError } from "../../engines/pool/index.js";
@@ -20,7 +21,6 @@ export interface ModerationsServiceOptions {
   provider: () => ModerationProvider;
 }
 
-type Json = Parameters<typeof parseModerationInput>[0];
 
 export function createModerationsService(opts: ModerationsServiceOptions): ServiceImpl<typeof ModerationsService> {
   return {

@@ -3,6 +3,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { UploadsService, type AddUploadPartRequest, type UploadSchema } from "../../../gen/atrium/v1/uploads_pb.js";
 import { scopeOf } from "../../auth/principal.js";
+import { withClientStream } from "../../common/client-stream.js";
 import { missingParam } from "../../common/errors.js";
 import type { ServiceDeps } from "../deps.js";
 import { fileMessage } from "../files/index.js";
@@ -31,16 +32,17 @@ export function createUploadsService(deps: ServiceDeps, uploads = new Uploads(de
 
     async addUploadPart(requests: AsyncIterable<AddUploadPartRequest>, ctx: HandlerContext) {
       const scope = scopeOf(ctx);
-      const it = requests[Symbol.asyncIterator]();
-      // The upload id comes with the first message (the REST path parameter, or the RPC caller's).
-      let first = await it.next();
-      const uploadId = first.done ? "" : first.value.uploadId;
-      if (!uploadId) throw missingParam("upload_id");
-      async function* data() {
-        for (; !first.done; first = await it.next()) if (first.value.data.length) yield first.value.data;
-      }
-      const part = await uploads.addPart(scope, uploadId, data());
-      return { id: part.id, object: "upload.part", createdAt: BigInt(part.createdAt), uploadId };
+      return withClientStream(requests, async (it) => {
+        // The upload id comes with the first message (the REST path parameter, or the RPC caller's).
+        let first = await it.next();
+        const uploadId = first.done ? "" : first.value.uploadId;
+        if (!uploadId) throw missingParam("upload_id");
+        async function* data() {
+          for (; !first.done; first = await it.next()) if (first.value.data.length) yield first.value.data;
+        }
+        const part = await uploads.addPart(scope, uploadId, data());
+        return { id: part.id, object: "upload.part", createdAt: BigInt(part.createdAt), uploadId };
+      });
     },
 
     async completeUpload(req, ctx) {

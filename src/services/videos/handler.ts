@@ -13,6 +13,7 @@ import {
 } from "../../../gen/atrium/v1/videos_pb.js";
 import { scopeOf } from "../../auth/principal.js";
 import { ApiError, invalidParam } from "../../common/errors.js";
+import { withClientStream } from "../../common/client-stream.js";
 import { downloadBlob } from "../../common/download.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
 import type { StoredRecord } from "../../storage/types.js";
@@ -62,17 +63,6 @@ function withPollHint(ctx: HandlerContext, v: VideoRecord) {
   return videoMessage(v);
 }
 
-/** Runs `fn` on the request stream and ends the stream however it went (multipart: the rest is drained). */
-async function consume<T, R>(requests: AsyncIterable<T>, fn: (it: AsyncIterator<T>) => Promise<R>): Promise<R> {
-  const it = requests[Symbol.asyncIterator]();
-  try {
-    return await fn(it);
-  } finally {
-    // Not awaited: a read may still be pending while the error is already known.
-    it.return?.(undefined).catch(() => {});
-  }
-}
-
 /** The messages' fields merged (later ones win), and the chunks joined, at most `maxBytes`. */
 async function gather<T extends object>(it: AsyncIterator<T>, chunkField: keyof T, maxBytes: number, param: string): Promise<{ fields: Partial<T>; bytes?: Uint8Array }> {
   const fields: Partial<T> = {};
@@ -106,7 +96,7 @@ const noVideoUpload = () =>
 export function createVideosService(deps: ServiceDeps, videos: Videos): ServiceImpl<typeof VideosService> {
   return {
     async createVideo(requests: AsyncIterable<CreateVideoRequest>, ctx) {
-      const { fields, bytes } = await consume(requests, (it) => gather(it, "inputReferenceChunk", MAX_IMAGE_BYTES, "input_reference"));
+      const { fields, bytes } = await withClientStream(requests, (it) => gather(it, "inputReferenceChunk", MAX_IMAGE_BYTES, "input_reference"));
       const ref = fields.inputReference;
       const v = await videos.create(scopeOf(ctx), {
         prompt: fields.prompt,
@@ -140,13 +130,13 @@ export function createVideosService(deps: ServiceDeps, videos: Videos): ServiceI
     },
 
     async editVideo(requests: AsyncIterable<EditVideoRequest>, ctx) {
-      const { fields, bytes } = await consume(requests, (it) => gather(it, "videoChunk", 0, "video").catch(rethrowUpload));
+      const { fields, bytes } = await withClientStream(requests, (it) => gather(it, "videoChunk", 0, "video").catch(rethrowUpload));
       if (bytes) throw noVideoUpload();
       return withPollHint(ctx, await videos.derive(scopeOf(ctx), "edit", { videoId: fields.video?.id, prompt: fields.prompt }));
     },
 
     async extendVideo(requests: AsyncIterable<ExtendVideoRequest>, ctx) {
-      const { fields, bytes } = await consume(requests, (it) => gather(it, "videoChunk", 0, "video").catch(rethrowUpload));
+      const { fields, bytes } = await withClientStream(requests, (it) => gather(it, "videoChunk", 0, "video").catch(rethrowUpload));
       if (bytes) throw noVideoUpload();
       return withPollHint(ctx, await videos.derive(scopeOf(ctx), "extension", { videoId: fields.video?.id, prompt: fields.prompt, seconds: fields.seconds }));
     },
@@ -158,7 +148,7 @@ export function createVideosService(deps: ServiceDeps, videos: Videos): ServiceI
 
     async createCharacter(requests: AsyncIterable<CreateCharacterRequest>, ctx) {
       const scope = scopeOf(ctx);
-      return consume(requests, async (it) => {
+      return withClientStream(requests, async (it) => {
         let name: string | undefined;
         async function* chunks() {
           for (let n = await it.next(); !n.done; n = await it.next()) {

@@ -7,6 +7,7 @@
 // A resumed run asks the provider about the checkpointed render: an upstream one is picked up
 // where it was; a local one is gone after a restart (404), so it is rendered again from the start.
 // Assets become visible only with step 4: a half-written asset is never served.
+import { buffer } from "node:stream/consumers";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { inspectImage } from "../../engines/media/image.js";
@@ -170,9 +171,7 @@ export function renderJob(deps: RenderJobDeps): { handler: JobHandler<RenderPayl
       seed: SEED,
     };
     if (rec.hasInputReference) {
-      const chunks: Buffer[] = [];
-      for await (const c of blobs.get(inputKey(rec.id))) chunks.push(c as Buffer);
-      const bytes = Buffer.concat(chunks);
+      const bytes = await buffer(blobs.get(inputKey(rec.id)));
       req.input_reference = { image_url: `data:image/${inspectImage(bytes).format};base64,${bytes.toString("base64")}` };
     }
     if (rec.source) {

@@ -29,6 +29,7 @@ import type { ServiceDeps } from "../deps.js";
 import { filesApi } from "../files/index.js";
 import { renderJobId, VIDEOS_RENDER_JOB } from "./jobs.js";
 import { CHARACTER_KIND, VIDEO_KIND, type CharacterRecord, type VideoRecord, type VideoVariant } from "./records.js";
+import { DataUrlError, decodeDataUrl, splitDataUrl } from "../../common/data-url.js";
 
 /** Fires at expires_at: the assets go. */
 export const ASSETS_TIMER = "videos.expire_assets";
@@ -111,20 +112,18 @@ export function sizesFor(model: string): readonly string[] {
   return PRO_MODELS.has(model) ? SIZES : STANDARD_SIZES;
 }
 
-function decodeDataUrl(url: string, param: string): Uint8Array {
-  const m = /^data:([^,]*?)(;base64)?,(.*)$/is.exec(url);
-  if (!m) throw invalidParam(param, `Invalid '${param}': not a valid data URL.`, "invalid_image_url");
-  if (!m[2]) {
-    try {
-      return Buffer.from(decodeURIComponent(m[3]), "latin1");
-    } catch {
-      throw invalidParam(param, `Invalid '${param}': the data URL is not valid percent-encoding.`, "invalid_image_url");
-    }
+/** A reference image given as a data URL; base64 over MAX_IMAGE_BYTES is refused before decoding. */
+function imageDataUrlBytes(url: string, param: string): Uint8Array {
+  const d = splitDataUrl(url);
+  if (!d) throw invalidParam(param, `Invalid '${param}': not a valid data URL.`, "invalid_image_url");
+  try {
+    return decodeDataUrl(d, { maxBytes: d.base64 ? MAX_IMAGE_BYTES : undefined });
+  } catch (e) {
+    if (!(e instanceof DataUrlError)) throw e;
+    if (e.problem === "too_large") throw tooLarge(param);
+    if (e.problem === "invalid_base64") throw invalidParam(param, `Invalid '${param}': the data URL is not valid base64.`, "invalid_base64");
+    throw invalidParam(param, `Invalid '${param}': the data URL is not valid percent-encoding.`, "invalid_image_url");
   }
-  const clean = m[3].replace(/\s+/g, "");
-  if ((clean.length * 3) / 4 > MAX_IMAGE_BYTES + 2) throw tooLarge(param);
-  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean)) throw invalidParam(param, `Invalid '${param}': the data URL is not valid base64.`, "invalid_base64");
-  return Buffer.from(clean, "base64");
 }
 
 const tooLarge = (param: string) => new ApiError(413, `The image in '${param}' is larger than ${MAX_IMAGE_BYTES} bytes.`, { param, code: "image_too_large" });
@@ -283,7 +282,7 @@ export class Videos {
     if (ref.imageUrl !== undefined) {
       const param = "input_reference.image_url";
       const url = ref.imageUrl;
-      if (/^data:/i.test(url)) return { bytes: decodeDataUrl(url, param), param };
+      if (/^data:/i.test(url)) return { bytes: imageDataUrlBytes(url, param), param };
       if (!/^https?:\/\//i.test(url)) throw invalidParam(param, `Invalid '${param}': expected an http(s) URL or a base64 data URL.`, "invalid_image_url");
       try {
         return { bytes: await fetchUrl(url, { ...this.settings.fetchPolicy, maxBytes: MAX_IMAGE_BYTES }), param };

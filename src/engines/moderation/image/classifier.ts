@@ -6,6 +6,7 @@ import { inspectImage, MediaFormatError } from "../../media/image.js";
 import { WorkerPool, WorkerTaskError, workerScript } from "../../pool/index.js";
 import { LIMITS, ModerationInputError } from "../input.js";
 import type { ImageResult, ImageTask } from "./task.js";
+import { splitDataUrl } from "../../../common/data-url.js";
 
 /** Time limit of one ffmpeg decode (JPEG, WebP). */
 const DECODE_TIMEOUT_MS = 10_000;
@@ -38,8 +39,7 @@ export class ImageClassifier {
   /** The bytes behind an image part's URL; a ModerationInputError naming `param` when they cannot be had. */
   async load(url: string, param: string): Promise<Uint8Array> {
     if (url.startsWith("data:")) {
-      const comma = url.indexOf(",");
-      const bytes = new Uint8Array(Buffer.from(url.slice(comma + 1), "base64"));
+      const bytes = new Uint8Array(Buffer.from(splitDataUrl(url)?.payload ?? "", "base64"));
       if (bytes.length === 0) throw new ModerationInputError(param, `Invalid '${param}': the data URL holds no image data.`, "invalid_image");
       if (bytes.length > LIMITS.maxImageBytes)
         throw new ModerationInputError(param, `Invalid '${param}': the image is larger than ${LIMITS.maxImageBytes} bytes.`, "image_too_large");

@@ -7,20 +7,14 @@
 // file: the ffmpeg shipped (4.1) has no WebP parser, which reading WebP from a pipe needs.
 import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ffmpegBinaries } from "../../media/ffmpeg.js";
 import { ImageDecodeError, MODEL_SIZE, type RgbImage } from "./pixels.js";
 
-const require = createRequire(import.meta.url);
 const STDERR_CHARS = 400;
 
-let binary: string | undefined;
-
-function ffmpegPath(): string {
-  binary ??= (require("@ffmpeg-installer/ffmpeg") as { path: string }).path;
-  return binary;
-}
+const ffmpegPath = () => ffmpegBinaries().ffmpeg;
 
 export async function decodeWithFfmpeg(bytes: Uint8Array, format: "jpeg" | "webp", width: number, height: number, timeoutMs: number, signal?: AbortSignal): Promise<RgbImage> {
   if (format === "jpeg") return runFfmpeg(["-protocol_whitelist", "pipe", "-f", "jpeg_pipe", "-c:v", "mjpeg", "-i", "pipe:0"], bytes, format, width, height, timeoutMs, signal);

@@ -13,6 +13,7 @@ import { BANK, BANK_SOURCE } from "../bank/index.js";
 import type { Calibration } from "../calibrate.js";
 import { CATEGORY_COUNT } from "../categories.js";
 import type { SharedBankVectors, TextResult, TextTask } from "./task.js";
+import { raceAbort } from "../../../common/abort.js";
 
 /** Longest window scored on its own: a sentence or a few. Longer texts are scored window by window. */
 export const MODERATION_WINDOW_CHARS = 300;
@@ -175,24 +176,4 @@ export class TextClassifier {
       // A cache that cannot be written only costs the next start some time.
     }
   }
-}
-
-/** `p`, or the signal's reason as soon as it fires (the shared work goes on for others). */
-export function raceAbort<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return p;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }
