@@ -1,4 +1,5 @@
 // The uploads area's record kinds and row types, private to src/services/uploads/.
+import type { FileView } from "../files/index.js";
 
 export const UPLOAD_KIND = "upload";
 export const PART_KIND = "upload_part";
@@ -20,16 +21,8 @@ export interface UploadRecord {
   file: UploadedFile | null;
 }
 
-/** The File an upload completed into, as it was created. */
-export interface UploadedFile {
-  id: string;
-  bytes: number;
-  createdAt: number;
-  filename: string;
-  purpose: string;
-  mimeType: string;
-  expiresAt: number | null;
-}
+/** The File an upload completed into, as it was created (the files area's view of it, less where its bytes are). */
+export type UploadedFile = Omit<FileView, "status" | "blobKey">;
 
 export interface PartRecord {
   id: string;
