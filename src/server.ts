@@ -101,8 +101,21 @@ function parseJsonBody(body: Buffer): unknown {
 
 const urlOf = (host: string, port: number, tls: boolean) => `${tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;
 
-export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): Promise<AtriumServer> {
-  const areas = opts.areas ?? defaultAreas;
+/** Everything behind the HTTP layer: storage, keys, the areas, jobs, the sweeper, operability. */
+interface Core {
+  log: Logger;
+  destination: ReturnType<typeof pino.destination> | undefined;
+  records: Awaited<ReturnType<typeof openStorage>>["records"];
+  deps: ServiceDeps;
+  auth: Authenticator;
+  runtimes: AreaRuntime[];
+  jobs: JobRunner;
+  sweeper: ExpirySweeper;
+  ops: Operability;
+  generatedAdminKey: string | undefined;
+}
+
+async function openCore(cfg: AtriumConfig, opts: StartOptions, areas: ApiArea[]): Promise<Core> {
   const names = new Set<string>();
   for (const a of areas) {
     if (names.has(a.name)) throw new Error(`two API areas are named '${a.name}'`);
@@ -115,7 +128,8 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   mkdirSync(cfg.dataDir, { recursive: true });
   keepPathsPrivate(cfg.dataDir);
   const clock = opts.clock ?? systemClock;
-  // The store hides expired rows by the same clock the services and the sweeper use.
+  // The store hides expired rows by the same clock the services and the sweeper use. The jobs
+  // table comes first: an area's migration may rewrite queued jobs.
   const { records, blobs } = await openStorage(cfg.dataDir, { now: () => clock.now(), migrations: [JOBS_MIGRATION, ...areas.flatMap((a) => a.migrations ?? [])] });
   const keys = new KeyStore(records);
   const { generatedAdminKey } = await bootstrap(keys, cfg);
@@ -127,7 +141,6 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     },
   };
   const deps: ServiceDeps = { records, blobs, keys, clock, log, events };
-  const auth = new Authenticator(keys);
   const providers = new Providers(cfg.providers);
   const jobStore = new SqliteJobStore(records);
   const jobs = new JobRunner(jobStore, { log });
@@ -143,10 +156,6 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     await records.close();
     throw e;
   }
-  const plain = runtimes.flatMap((r) => r.services);
-  const services: ServiceBinding[] = plain.map((s) => secureService(s, auth, ops.callLimits));
-  const multipart: Record<string, MultipartShape> = Object.assign({}, ...areas.map((a) => a.multipart ?? {}));
-
   for (const r of runtimes)
     for (const [kind, { handler, options, settle }] of Object.entries(r.jobs ?? {})) {
       jobs.register(kind, ops.timeJob(kind, handler), options);
@@ -154,9 +163,13 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     }
   const sweeper = new ExpirySweeper(records, clock, log, jobs);
   for (const r of runtimes) for (const [kind, handler] of Object.entries(r.expiry ?? {})) sweeper.on(kind, handler);
+  return { log, destination, records, deps, auth: new Authenticator(keys), runtimes, jobs, sweeper, ops, generatedAdminKey };
+}
 
-  const tls: TlsFiles | undefined = cfg.tlsCert ? { cert: readFileSync(cfg.tlsCert), key: readFileSync(cfg.tlsKey!) } : undefined;
-  const requestLog = new RequestLog(log, destination);
+/** The Fastify instance on the one-port listener, with the hooks every request passes. */
+function createApp(cfg: AtriumConfig, core: Core, tls: TlsFiles | undefined): FastifyInstance {
+  const { log } = core;
+  const requestLog = new RequestLog(log, core.destination);
   // The server is our one-port HTTP/1.1 + h2c hybrid; Fastify's types only know one kind at a time.
   const app: FastifyInstance = (Fastify as any)({
     loggerInstance: log,
@@ -197,24 +210,11 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
       done();
     });
   installErrorHandler(app, log);
-  let started = false;
-  ops.install(app, { services, multipart, jobsRunning: () => started });
-  // POST /oauth/token, minted-token verification, the mTLS listener's rules (src/auth/identity/).
-  const identity = installWorkloadIdentity(app, { config: cfg, deps, auth });
+  return app;
+}
 
-  app.get("/healthz", async () => ({ status: "ok" }));
-
-  // Connect, gRPC and gRPC-Web: their own scope, since the plugin installs its own body parsers.
-  // Stock connect-fastify, with unary Connect calls on the lean path (src/transport/connect/).
-  // JSON codecs need the registry to write the google.protobuf.Any extensions (ContentRange) and
-  // error details (ErrorInfo) the services send.
-  await app.register(connectPlugin, {
-    services: [...services, ...ops.rpcServices(services)],
-    jsonOptions: { registry: createRegistry(file_atrium_v1_options) },
-    contextValues: ops.connectContextValues(requestContextValues),
-    readMaxBytes: JSON_BODY_LIMIT,
-  });
-
+/** REST routes in a scope of their own: JSON (whatever the label), forms, and multipart left to the uploads. */
+async function registerRest(app: FastifyInstance, services: ServiceBinding[], multipart: Record<string, MultipartShape>) {
   let bindings: ReturnType<typeof registerRestRoutes> = [];
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
@@ -237,7 +237,36 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     });
     bindings = registerRestRoutes(scope, { services, multipart, contextValues: requestContextValues });
   });
+  return bindings;
+}
 
+export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): Promise<AtriumServer> {
+  const areas = opts.areas ?? defaultAreas;
+  const core = await openCore(cfg, opts, areas);
+  const { deps, ops, jobs, sweeper, runtimes, records } = core;
+  const services: ServiceBinding[] = runtimes.flatMap((r) => r.services).map((s) => secureService(s, core.auth, ops.callLimits));
+  const multipart: Record<string, MultipartShape> = Object.assign({}, ...areas.map((a) => a.multipart ?? {}));
+
+  const tls: TlsFiles | undefined = cfg.tlsCert ? { cert: readFileSync(cfg.tlsCert), key: readFileSync(cfg.tlsKey!) } : undefined;
+  const app = createApp(cfg, core, tls);
+  let started = false;
+  ops.install(app, { services, multipart, jobsRunning: () => started });
+  // POST /oauth/token, minted-token verification, the mTLS listener's rules (src/auth/identity/).
+  const identity = installWorkloadIdentity(app, { config: cfg, deps, auth: core.auth });
+
+  app.get("/healthz", async () => ({ status: "ok" }));
+
+  // Connect, gRPC and gRPC-Web: their own scope, since the plugin installs its own body parsers.
+  // Stock connect-fastify, with unary Connect calls on the lean path (src/transport/connect/).
+  // JSON codecs need the registry to write the google.protobuf.Any extensions (ContentRange) and
+  // error details (ErrorInfo) the services send.
+  await app.register(connectPlugin, {
+    services: [...services, ...ops.rpcServices(services)],
+    jsonOptions: { registry: createRegistry(file_atrium_v1_options) },
+    contextValues: ops.connectContextValues(requestContextValues),
+    readMaxBytes: JSON_BODY_LIMIT,
+  });
+  const bindings = await registerRest(app, services, multipart);
   installNotFoundHandler(app, { allowedMethods: (path) => allowedMethods(bindings, path) });
 
   const extra = new Set<ExtraListener>();
@@ -246,7 +275,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     deps,
     sweeper,
     jobs,
-    generatedAdminKey,
+    generatedAdminKey: core.generatedAdminKey,
     limits: ops.limits,
     metrics: ops.metrics,
     reloadConfig: async (next) => {
@@ -261,29 +290,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
       const port = (app.server.address() as AddressInfo).port;
       return { url: urlOf(cfg.host, port, !!tls), port };
     },
-    async addListener(name, o) {
-      await app.ready();
-      // app.routing is the handler Fastify's own server calls: same routes, hooks and errors.
-      const server: Server = createOnePortServer(app.routing as any, cfg.connections, o.tls);
-      server.on(o.tls ? "secureConnection" : "connection", (socket) => tagSocket(socket, name));
-      await new Promise<void>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen(o.port, o.host, () => resolve());
-      });
-      const port = (server.address() as AddressInfo).port;
-      const l: ExtraListener = {
-        url: urlOf(o.host, port, !!o.tls),
-        port,
-        close: () =>
-          new Promise<void>((resolve) => {
-            extra.delete(l);
-            (server as any).closeAllConnections?.();
-            server.close(() => resolve());
-          }),
-      };
-      extra.add(l);
-      return l;
-    },
+    addListener: (name, o) => addListener(app, cfg, extra, name, o),
     async close() {
       for (const l of [...extra]) await l.close();
       if (started) await sweeper.stop();
@@ -295,6 +302,31 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
       await records.close();
     },
   };
+}
+
+/** A second listener (the mTLS port) serving the same routes, hooks and errors. */
+async function addListener(app: FastifyInstance, cfg: AtriumConfig, extra: Set<ExtraListener>, name: string, o: Parameters<AtriumServer["addListener"]>[1]): Promise<ExtraListener> {
+  await app.ready();
+  // app.routing is the handler Fastify's own server calls: same routes, hooks and errors.
+  const server: Server = createOnePortServer(app.routing as any, cfg.connections, o.tls);
+  server.on(o.tls ? "secureConnection" : "connection", (socket) => tagSocket(socket, name));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(o.port, o.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const l: ExtraListener = {
+    url: urlOf(o.host, port, !!o.tls),
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        extra.delete(l);
+        (server as any).closeAllConnections?.();
+        server.close(() => resolve());
+      }),
+  };
+  extra.add(l);
+  return l;
 }
 
 /** Builds the server and binds its main listener. */
