@@ -77,7 +77,7 @@ describe("ingestion across a crash", () => {
       if (b.file_counts.completed >= 1 && partial >= 1) break;
       expect(b.file_counts.in_progress, "the batch finished before the crash could be staged").toBeGreaterThan(0);
       expect(Date.now()).toBeLessThan(deadline);
-      await sleep(20);
+      await sleep(250); // the SDK poller's pace: inside the store's 300 requests a minute
     }
     first.proc.kill("SIGKILL");
     await new Promise((r) => first.proc.once("exit", r));

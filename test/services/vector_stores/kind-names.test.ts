@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import "../../../src/jobs/sqlite-job-store.js"; // the jobs table, as the server has it
+import { JOBS_MIGRATION } from "../../../src/jobs/sqlite-job-store.js";
 import { vectorStoresArea } from "../../../src/services/vector_stores/index.js";
 import { openSqliteRecordStore } from "../../../src/storage/sqlite-records.js";
 
@@ -15,7 +15,7 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 describe("vector store job and timer kinds", () => {
   it("an ingestion job and an expiry timer under the earlier kinds are renamed; other kinds are left alone", async () => {
     const file = path.join(dir, "atrium.db");
-    const before = openSqliteRecordStore(file);
+    const before = openSqliteRecordStore(file, { migrations: [JOBS_MIGRATION] }); // the jobs table, as the server has it
     const job = before.db.prepare(`INSERT INTO jobs (id, kind, project_id, payload, state, run_after, created_at, updated_at) VALUES (?, ?, 'proj', '{}', 'queued', 0, 0, 0)`);
     job.run("vs_ingest:vs_1:file-1:a", "vector_store.ingest");
     job.run("batches.run:batch_1", "batches.run");
@@ -24,7 +24,7 @@ describe("vector store job and timer kinds", () => {
     timer.run("timer:videos.expire_assets", "video_1");
     await before.close();
 
-    const after = openSqliteRecordStore(file, { migrations: vectorStoresArea.migrations });
+    const after = openSqliteRecordStore(file, { migrations: [JOBS_MIGRATION, ...(vectorStoresArea.migrations ?? [])] });
     try {
       expect(after.db.prepare(`SELECT id, kind FROM jobs ORDER BY seq`).all()).toEqual([
         { id: "vs_ingest:vs_1:file-1:a", kind: "vector_stores.ingest" },
