@@ -1,6 +1,7 @@
-// Black-box gRPC tests: (a) Connect-ES's gRPC transport, through the shared rpcSuite; (b) the
-// reference Node client, @grpc/grpc-js with @grpc/proto-loader loading proto/ at run time (no
-// generated code), over plain h2c with prior knowledge on the same port that serves REST.
+// Black-box gRPC tests with the reference Node client, @grpc/grpc-js with @grpc/proto-loader loading
+// proto/ at run time (no generated code), over plain h2c with prior knowledge on the same port that
+// serves REST. Connect-ES's gRPC transport runs each area's RPCs in that area's folder, through
+// overEveryTransport (test/shared/rpc.ts).
 import { readdirSync } from "node:fs";
 import http2 from "node:http2";
 import net from "node:net";
@@ -18,12 +19,7 @@ import OpenAI, { toFile } from "openai";
 import { CreateFileRequestSchema } from "../../gen/atrium/v1/files_pb.js";
 import { ContentRangeSchema, ErrorInfoSchema, type ErrorInfo } from "../../gen/atrium/v1/options_pb.js";
 import { API_KEY, KEYS, startTestServer, type TestServer } from "../shared/server.js";
-import { bytes, checkTenancy, clients, md5, registry, restUpload, rpcSuite, sha256 } from "../shared/rpc.js";
-
-rpcSuite("gRPC binary over h2c (Connect-ES createGrpcTransport)", (s) => createGrpcTransport({ baseUrl: s.url }));
-rpcSuite("gRPC JSON codec over h2c (application/grpc+json)", (s) =>
-  createGrpcTransport({ baseUrl: s.url, useBinaryFormat: false, jsonOptions: { registry } }),
-);
+import { bytes, checkTenancy, clients, md5, restUpload, sha256 } from "../shared/rpc.js";
 
 // ---- @grpc/grpc-js + @grpc/proto-loader ------------------------------------------------------
 

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
-import { Code, createClient, type CallOptions, type Client, type Transport } from "@connectrpc/connect";
+import { Code, createClient, type CallOptions, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { ContainersService, type CreateContainerFileRequestSchema } from "../../../gen/atrium/v1/containers_pb.js";
 import { ContentRangeSchema, type ContentRange } from "../../../gen/atrium/v1/options_pb.js";

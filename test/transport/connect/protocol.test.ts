@@ -1,25 +1,13 @@
 // Black-box RPC tests: the Connect protocol (JSON and binary, HTTP/1.1 and HTTP/2 with prior
 // knowledge) and gRPC-Web, through @connectrpc/connect-node against the one port that also serves
-// REST. The shared behaviour lives in test/shared/rpc.ts (rpcSuite); this file adds what is specific
-// to these protocols and the cross-protocol tenancy checks.
+// REST. Each area's RPCs run over every transport in its own folder (test/services/<area>/rpc.test.ts,
+// test/auth/rpc.test.ts); this file checks what is specific to these protocols and the
+// cross-protocol tenancy.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { API_KEY, KEYS, startTestServer, type TestServer } from "../../shared/server.js";
-import { as, bytes, checkTenancy, clients, download, fileMessages, registry, restUpload, rpcSuite, sha256 } from "../../shared/rpc.js";
-
-// connect-node clients default to the binary format; the JSON ones say so explicitly and, like any
-// JSON client, need a registry to read the google.protobuf.Any (ContentRange) of a download.
-const json = { useBinaryFormat: false, jsonOptions: { registry } } as const;
-const binary = { useBinaryFormat: true } as const;
-
-rpcSuite("Connect JSON over HTTP/1.1", (s) => createConnectTransport({ baseUrl: s.url, httpVersion: "1.1", ...json }));
-rpcSuite("Connect binary over HTTP/1.1", (s) => createConnectTransport({ baseUrl: s.url, httpVersion: "1.1", ...binary }));
-rpcSuite("Connect JSON over HTTP/2 (h2c)", (s) => createConnectTransport({ baseUrl: s.url, httpVersion: "2", ...json }));
-rpcSuite("Connect binary over HTTP/2 (h2c)", (s) => createConnectTransport({ baseUrl: s.url, httpVersion: "2", ...binary }));
-rpcSuite("gRPC-Web binary over HTTP/1.1", (s) => createGrpcWebTransport({ baseUrl: s.url, httpVersion: "1.1", ...binary }));
-rpcSuite("gRPC-Web JSON over HTTP/1.1", (s) => createGrpcWebTransport({ baseUrl: s.url, httpVersion: "1.1", ...json }));
-rpcSuite("gRPC-Web binary over HTTP/2 (h2c)", (s) => createGrpcWebTransport({ baseUrl: s.url, httpVersion: "2", ...binary }));
+import { as, bytes, checkTenancy, clients, download, fileMessages, registry, restUpload, sha256 } from "../../shared/rpc.js";
 
 describe("Connect protocol on the wire", () => {
   let s: TestServer;
