@@ -9,12 +9,12 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
+import { sleep } from "../shared/poll.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const WORKER = path.join(ROOT, "test/fixtures/jobs-worker.ts");
 const JOBS = 50;
 const STEPS = 5;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "atrium-jobs-crash-"));
 const children: ChildProcess[] = [];

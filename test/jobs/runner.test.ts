@@ -20,9 +20,9 @@ import {
 } from "../../src/jobs/index.js";
 import { DuplicateRecord, openStorage, type Scope, type SqliteRecordStore, type StoredRecord, type WriteOp } from "../../src/storage/index.js";
 import type { Logger } from "pino";
+import { sleep } from "../shared/poll.js";
 
 const scope: Scope = { projectId: "proj_jobs" };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {

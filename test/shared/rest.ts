@@ -5,6 +5,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
 import { expect } from "vitest";
+import { parseJsonl } from "./jsonl.js";
 import { API_KEY } from "./server.js";
 
 export { toFile };
@@ -83,6 +84,11 @@ export async function sdkError(p: Promise<unknown>, status: number): Promise<Ins
   // The SDK exposes the inner error object; all four keys must have been there.
   expectErrorShape({ error: e.error });
   return e;
+}
+
+/** The JSON lines of a File's content, read through the SDK; none without a file (a batch's missing output or error file). */
+export async function fileLines(c: OpenAI, fileId: string | null | undefined): Promise<any[]> {
+  return fileId ? parseJsonl(await (await c.files.content(fileId)).text()) : [];
 }
 
 export const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");

@@ -9,7 +9,6 @@ import http2 from "node:http2";
 import net from "node:net";
 import { Writable } from "node:stream";
 import { gzipSync } from "node:zlib";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
 import Fastify, { type FastifyInstance } from "fastify";
@@ -23,6 +22,7 @@ import { ErrorInfoSchema } from "../../gen/atrium/v1/options_pb.js";
 import { frameworkErrorHandler, installErrorHandler } from "../../src/transport/fastify-errors.js";
 import { API_KEY, startTestServer, type TestServer } from "../shared/server.js";
 import { expectErrorShape } from "../shared/rest.js";
+import { sleep } from "../shared/poll.js";
 
 /** Log lines at warn and above, to check that no client mistake is logged as a server failure. */
 const logged: Array<{ level: number; msg: string; err?: unknown }> = [];

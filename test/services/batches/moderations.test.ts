@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type OpenAI from "openai";
 import { startTestServer, type TestServer } from "../../shared/server.js";
-import { api, sdk, toFile } from "../../shared/rest.js";
+import { api, fileLines, sdk, toFile } from "../../shared/rest.js";
+import { pollUntil } from "../../shared/poll.js";
 
 let s: TestServer;
 let client: OpenAI;
@@ -20,14 +21,13 @@ describe("a moderations batch", () => {
     const rows = inputs.map((input, i) => ({ custom_id: `m${i}`, method: "POST", url: "/v1/moderations", body: { model: "omni-moderation-latest", input } }));
     const file = await client.files.create({ file: await toFile(Buffer.from(rows.map((r) => JSON.stringify(r)).join("\n")), "mod.jsonl"), purpose: "batch" });
     const batch = await client.batches.create({ input_file_id: file.id, endpoint: "/v1/moderations", completion_window: "24h" });
-    let done = batch;
-    for (const deadline = Date.now() + 170_000; !["completed", "failed", "cancelled"].includes(done.status) && Date.now() < deadline; ) {
-      await new Promise((r) => setTimeout(r, 200));
-      done = await client.batches.retrieve(batch.id);
-    }
+    const done = await pollUntil(() => client.batches.retrieve(batch.id), (b) => ["completed", "failed", "cancelled"].includes(b.status), `batch ${batch.id}`, {
+      ms: 170_000,
+      intervalMs: 200,
+    });
     expect(done.status).toBe("completed");
     expect(done.request_counts).toEqual({ total: 2, completed: 2, failed: 0 });
-    const out = (await (await client.files.content(done.output_file_id!)).text()).trim().split("\n").map((l) => JSON.parse(l));
+    const out = await fileLines(client, done.output_file_id);
     for (const [i, input] of inputs.entries()) {
       const direct = (await (await api(s.baseURL, "/moderations", { method: "POST", json: { model: "omni-moderation-latest", input } })).json()) as any;
       expect(out[i].custom_id).toBe(`m${i}`);

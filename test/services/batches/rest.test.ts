@@ -12,9 +12,10 @@ import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { BatchesService } from "../../../gen/atrium/v1/batches_pb.js";
 import { ADMIN_KEY, API_KEY, KEYS, ManualClock, startTestServer, tempDir, testConfig, type TestServer } from "../../shared/server.js";
-import { api, expectError, sdk, sdkError, toFile } from "../../shared/rest.js";
+import { api, expectError, fileLines, sdk, sdkError, toFile } from "../../shared/rest.js";
 import { as, expectRpcError } from "../../shared/rpc.js";
 import { pollUntil } from "../../shared/poll.js";
+import { jsonl } from "../../shared/jsonl.js";
 
 function configWith(dir: string, batches: Record<string, number>): string {
   const path = testConfig(dir);
@@ -34,7 +35,6 @@ afterAll(async () => s?.stop());
 /** Beyond the SDK's list of batch endpoints; sent as given. */
 const INPUT_TOKENS = "/v1/responses/input_tokens" as OpenAI.BatchCreateParams["endpoint"];
 const line = (custom_id: string, url: string, body: unknown) => ({ custom_id, method: "POST", url, body });
-const jsonl = (rows: unknown[]) => rows.map((r) => (typeof r === "string" ? r : JSON.stringify(r))).join("\n") + "\n";
 
 async function uploadBatch(c: OpenAI, rows: unknown[], name = "batch.jsonl") {
   return c.files.create({ file: await toFile(Buffer.from(jsonl(rows)), name), purpose: "batch" });
@@ -42,12 +42,6 @@ async function uploadBatch(c: OpenAI, rows: unknown[], name = "batch.jsonl") {
 
 const waitFor = (c: OpenAI, id: string, until: (b: OpenAI.Batch) => boolean = (b) => ["completed", "failed", "cancelled", "expired"].includes(b.status), ms = 60_000) =>
   pollUntil(() => c.batches.retrieve(id), until, `batch ${id}`, { ms });
-
-async function lines(c: OpenAI, fileId: string | null | undefined): Promise<any[]> {
-  if (!fileId) return [];
-  const text = await (await c.files.content(fileId)).text();
-  return text.trim().split("\n").map((l) => JSON.parse(l));
-}
 
 describe("an embeddings batch", () => {
   const texts = ["How do I reset my password?", "The weather in Paris is sunny", "Batches run in the background", "A fourth sentence", "And a fifth"];
@@ -70,7 +64,7 @@ describe("an embeddings batch", () => {
     expect(done.usage!.input_tokens).toBeGreaterThan(0);
     expect(done.usage!.total_tokens).toBe(done.usage!.input_tokens);
 
-    const out = await lines(client, done.output_file_id);
+    const out = await fileLines(client, done.output_file_id);
     expect(out.map((l) => l.custom_id)).toEqual(texts.map((_, i) => `req-${i}`));
     const direct = await client.embeddings.create({ model: "atrium-embed-use-lite", input: texts[0]!, encoding_format: "float" });
     for (const l of out) {
@@ -85,7 +79,7 @@ describe("an embeddings batch", () => {
     expect(out[0].response.body.usage).toEqual(direct.usage);
     expect(out[0].response.body.data[0].embedding[0]).toBeCloseTo(direct.data[0]!.embedding[0]!, 6);
 
-    const errs = await lines(client, done.error_file_id);
+    const errs = await fileLines(client, done.error_file_id);
     expect(errs).toHaveLength(1);
     expect(errs[0]).toMatchObject({ custom_id: "bad-model", error: null, response: { status_code: 404, body: { error: { code: "model_not_found", param: "model" } } } });
 
@@ -100,7 +94,7 @@ describe("a token-counting batch", () => {
     const file = await uploadBatch(client, bodies.map((b, i) => line(`t${i}`, "/v1/responses/input_tokens", b)));
     const done = await waitFor(client, (await client.batches.create({ input_file_id: file.id, endpoint: INPUT_TOKENS, completion_window: "24h" })).id);
     expect(done.status).toBe("completed");
-    const out = await lines(client, done.output_file_id);
+    const out = await fileLines(client, done.output_file_id);
     for (const [i, b] of bodies.entries()) {
       const direct = await (await api(s.baseURL, "/responses/input_tokens", { method: "POST", json: b })).json();
       expect(out[i].response.body).toEqual(direct);
@@ -113,7 +107,7 @@ describe("a token-counting batch", () => {
     const file = await uploadBatch(client, bodies.map((b, i) => line(`bad${i}`, "/v1/responses/input_tokens", b)));
     const done = await waitFor(client, (await client.batches.create({ input_file_id: file.id, endpoint: INPUT_TOKENS, completion_window: "24h" })).id);
     expect(done.request_counts).toMatchObject({ total: 2, completed: 0, failed: 2 });
-    const errs = await lines(client, done.error_file_id);
+    const errs = await fileLines(client, done.error_file_id);
     for (const [i, b] of bodies.entries()) {
       const res = await api(s.baseURL, "/responses/input_tokens", { method: "POST", json: b });
       expect(res.status).toBe(400);
@@ -158,8 +152,8 @@ describe("/v1/chat/completions and /v1/responses batches go to the responses pro
       expect(chat.request_counts).toEqual({ total: 3, completed: 2, failed: 1 });
       expect(chat.usage).toEqual({ input_tokens: 20, input_tokens_details: { cached_tokens: 8 }, output_tokens: 6, output_tokens_details: { reasoning_tokens: 2 }, total_tokens: 26 });
       expect(seen.filter((x) => x.url === "/v1/chat/completions").map((x) => x.body.messages[0]?.content)).toEqual(expect.arrayContaining(["hello 0", "hello 1"]));
-      expect((await lines(c, chat.output_file_id))[0].response.body.choices[0].message.content).toBe("hi");
-      expect((await lines(c, chat.error_file_id))[0]).toMatchObject({ custom_id: "c-bad", response: { status_code: 400, body: { error: { code: "model_not_found" } } } });
+      expect((await fileLines(c, chat.output_file_id))[0].response.body.choices[0].message.content).toBe("hi");
+      expect((await fileLines(c, chat.error_file_id))[0]).toMatchObject({ custom_id: "c-bad", response: { status_code: 400, body: { error: { code: "model_not_found" } } } });
 
       const resp = await waitFor(c, (await c.batches.create({ input_file_id: (await uploadBatch(c, [line("r0", "/v1/responses", { model: "gpt-4o", input: "hi" })])).id, endpoint: "/v1/responses", completion_window: "24h" })).id);
       expect(resp.usage).toMatchObject({ input_tokens: 7, output_tokens: 2, total_tokens: 9 });
@@ -251,7 +245,7 @@ describe("cancel", () => {
     const completed = done.request_counts!.completed;
     expect(completed).toBeGreaterThanOrEqual(4);
     expect(completed).toBeLessThan(60);
-    const out = await lines(c, done.output_file_id);
+    const out = await fileLines(c, done.output_file_id);
     expect(out.map((l) => l.custom_id)).toEqual(Array.from({ length: completed }, (_, i) => `r${i}`));
     const finished = await c.batches.create({ input_file_id: (await uploadBatch(c, rows.slice(0, 1))).id, endpoint: INPUT_TOKENS, completion_window: "24h" });
     await waitFor(c, finished.id);
@@ -279,7 +273,7 @@ describe("slices end at their time limit and their output size too", () => {
           const rows = Array.from({ length: n }, (_, i) => line(`s${i}`, "/v1/responses/input_tokens", { model: "gpt-4o", input: `slice ${i}` }));
           const done = await waitFor(c, (await c.batches.create({ input_file_id: (await uploadBatch(c, rows)).id, endpoint: INPUT_TOKENS, completion_window: "24h" })).id);
           expect(done.request_counts).toEqual({ total: n, completed: n, failed: 0 });
-          expect((await lines(c, done.output_file_id)).map((l) => l.custom_id)).toEqual(rows.map((r) => r.custom_id));
+          expect((await fileLines(c, done.output_file_id)).map((l) => l.custom_id)).toEqual(rows.map((r) => r.custom_id));
         } finally {
           await quick.stop();
         }
@@ -304,8 +298,8 @@ describe("expiry", () => {
       const completed = done.request_counts!.completed;
       expect(completed).toBeLessThan(40);
       expect(done.request_counts).toEqual({ total: 40, completed, failed: 40 - completed });
-      const out = await lines(c, done.output_file_id);
-      const errs = await lines(c, done.error_file_id);
+      const out = await fileLines(c, done.output_file_id);
+      const errs = await fileLines(c, done.error_file_id);
       expect([...out, ...errs].map((l) => l.custom_id)).toEqual(rows.map((r) => r.custom_id));
       expect(errs[0]).toMatchObject({ response: null, error: { code: "batch_expired" } });
     } finally {
@@ -356,7 +350,7 @@ describe("SIGKILL mid-run, then restart: every request in the output exactly onc
       const done = await waitFor(c, batch.id);
       expect(done.status).toBe("completed");
       expect(done.request_counts).toEqual({ total: n, completed: n, failed: 0 });
-      const out = await lines(c, done.output_file_id);
+      const out = await fileLines(c, done.output_file_id);
       expect(out.map((l) => l.custom_id)).toEqual(rows.map((r) => r.custom_id));
       expect(new Set(out.map((l) => l.id)).size).toBe(n);
     } finally {

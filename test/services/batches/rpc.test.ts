@@ -15,6 +15,7 @@ import { FilesService } from "../../../gen/atrium/v1/files_pb.js";
 import { API_KEY, KEYS, startTestServer, tempDir, testConfig, type TestServer } from "../../shared/server.js";
 import { as, download, expectRpcError, fileMessages } from "../../shared/rpc.js";
 import { pollUntil } from "../../shared/poll.js";
+import { jsonl } from "../../shared/jsonl.js";
 
 let s: TestServer;
 /** Slow slices (2 requests, at least 60 ms each), so that a batch can be cancelled half-way. */
@@ -34,7 +35,6 @@ afterAll(async () => {
 
 const me = as(API_KEY);
 const line = (custom_id: string, url: string, body: unknown) => ({ custom_id, method: "POST", url, body });
-const jsonl = (rows: unknown[]) => rows.map((r) => (typeof r === "string" ? r : JSON.stringify(r))).join("\n") + "\n";
 
 for (const [name, make] of [
   ["Connect", (server: TestServer): Transport => createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" })],

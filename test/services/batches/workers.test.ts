@@ -19,7 +19,7 @@ import { BatchWorkers } from "../../../src/services/batches/workers.js";
 import { createBatchRunner } from "../../../src/services/batches/jobs.js";
 import type { BlobStore } from "../../../src/storage/types.js";
 import { startTestServer, tempDir, testConfig, type TestServer } from "../../shared/server.js";
-import { api, sdk, toFile } from "../../shared/rest.js";
+import { api, fileLines, sdk, toFile } from "../../shared/rest.js";
 import { pollUntil } from "../../shared/poll.js";
 import { pdf, png } from "../../fixtures/token-inputs.js";
 
@@ -171,18 +171,13 @@ const stable = (l: any) => ({ ...l, id: undefined, response: l.response && { ...
 
 const ENDED = ["completed", "failed", "cancelled", "expired"];
 
-/** An output or error file's lines (none without a file). */
-async function fileLinesOf(c: OpenAI, id: string | null | undefined): Promise<any[]> {
-  return id ? (await (await c.files.content(id)).text()).trim().split("\n").map((l) => JSON.parse(l)) : [];
-}
-
 /** Uploads `text` as a token-counting batch's input, runs it to its end, and reads its files; `afterCreate` acts on it first. */
 async function runBatch(c: OpenAI, text: string, opts: { ms?: number; afterCreate?: (id: string) => Promise<unknown> } = {}) {
   const input = await c.files.create({ file: await toFile(Buffer.from(text), "in.jsonl"), purpose: "batch" });
   const b = await c.batches.create({ input_file_id: input.id, endpoint: INPUT_TOKENS, completion_window: "24h" });
   await opts.afterCreate?.(b.id);
   const done = await pollUntil(() => c.batches.retrieve(b.id), (x) => ENDED.includes(x.status), `batch ${b.id}`, { ms: opts.ms ?? 60_000 });
-  return { done, out: await fileLinesOf(c, done.output_file_id), errs: await fileLinesOf(c, done.error_file_id) };
+  return { done, out: await fileLines(c, done.output_file_id), errs: await fileLines(c, done.error_file_id) };
 }
 
 describe("the same batch on the event loop (workers 0) and on worker threads (workers 2)", () => {
@@ -354,7 +349,7 @@ describe("a server stopped while its workers check and run a batch", () => {
       const done = await pollUntil(() => c2.batches.retrieve(b.id), (x) => ENDED.includes(x.status), `batch ${b.id}`, { ms: 60_000 });
       expect(done.status).toBe("completed");
       expect(done.request_counts).toEqual({ total: n, completed: n, failed: 0 });
-      const out = await fileLinesOf(c2, done.output_file_id);
+      const out = await fileLines(c2, done.output_file_id);
       expect(out.map((l) => l.custom_id)).toEqual(Array.from({ length: n }, (_, i) => `k${i}`));
     } finally {
       await second.stop();

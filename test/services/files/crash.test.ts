@@ -7,9 +7,9 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { API_KEY, startChildServer, tempDir, type ChildServer } from "../../shared/server.js";
 import { blobKeys, filesUnder, generatedMultipart, md5, random, sdk, sha256, toFile } from "../../shared/rest.js";
+import { sleep } from "../../shared/poll.js";
 
 const MAIN = fileURLToPath(new URL("../../../dist/src/main.js", import.meta.url));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("crash during a large upload", () => {
   const dataDir = tempDir("atrium-crash-");

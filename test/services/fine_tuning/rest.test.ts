@@ -20,6 +20,7 @@ import { ADMIN_KEY, API_KEY, KEYS, startTestServer, tempDir, testConfig, type Te
 import { api, expectError, sdk, sdkError, toFile } from "../../shared/rest.js";
 import { as, expectRpcError } from "../../shared/rpc.js";
 import { pollUntil } from "../../shared/poll.js";
+import { jsonl } from "../../shared/jsonl.js";
 
 /** ATRIUM_CONFIG: the usual organizations and keys, plus the emulator's pace. */
 function configWith(dir: string, stepMs: number): string {
@@ -44,7 +45,6 @@ const chat = (i: number) => ({
     { role: "assistant", content: `${2 * i}` },
   ],
 });
-const jsonl = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).join("\n") + "\n";
 
 async function upload(c: OpenAI, rows: unknown[] | string, name = "train.jsonl", purpose: "fine-tune" | "batch" = "fine-tune") {
   const text = typeof rows === "string" ? rows : jsonl(rows);

@@ -16,7 +16,8 @@ import { FilesService } from "../../../gen/atrium/v1/files_pb.js";
 import { ModelsService } from "../../../gen/atrium/v1/models_pb.js";
 import { ADMIN_KEY, API_KEY, KEYS, startTestServer, tempDir, testConfig, type TestServer } from "../../shared/server.js";
 import { as, expectRpcError, fileMessages } from "../../shared/rpc.js";
-import { pollUntil } from "../../shared/poll.js";
+import { pollUntil, sleep } from "../../shared/poll.js";
+import { jsonl } from "../../shared/jsonl.js";
 
 let s: TestServer;
 
@@ -31,7 +32,6 @@ afterAll(async () => s?.stop());
 
 const value = (v: JsonValue) => fromJson(ValueSchema, v);
 const json = (v: Parameters<typeof toJson>[1] | undefined) => (v === undefined ? undefined : toJson(ValueSchema, v as never));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const me = as(API_KEY);
 
 const chat = (i: number) => ({
@@ -45,7 +45,6 @@ const pair = (i: number) => ({
   preferred_output: [{ role: "assistant", content: `${i}` }],
   non_preferred_output: [{ role: "assistant", content: `${i + 1}` }],
 });
-const jsonl = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).join("\n") + "\n";
 
 for (const [name, make] of [
   ["Connect", (): Transport => createConnectTransport({ baseUrl: s.url, httpVersion: "1.1" })],

@@ -11,9 +11,9 @@ import { afterAll, describe, expect, it } from "vitest";
 import { API_KEY, ADMIN_KEY, tempDir } from "../../shared/server.js";
 import { sdk } from "../../shared/rest.js";
 import { longText, upload } from "../../shared/vector-stores.js";
+import { sleep } from "../../shared/poll.js";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const dataDir = tempDir("atrium-vs-restart-");
 const children: ChildProcess[] = [];
 

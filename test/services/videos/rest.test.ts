@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type OpenAI from "openai";
 import { API_KEY, KEYS, ManualClock, startTestServer, type TestServer } from "../../shared/server.js";
 import { api, blobKeys, expectError, sdk, sdkError, sha256, toFile } from "../../shared/rest.js";
+import { pollUntil } from "../../shared/poll.js";
 
 const require = createRequire(import.meta.url);
 const FFMPEG: string = require("@ffmpeg-installer/ffmpeg").path;
@@ -25,7 +26,6 @@ let s: TestServer;
 let clock: ManualClock;
 let client: OpenAI;
 const scratch = mkdtempSync(join(tmpdir(), "atrium-videos-test-"));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   clock = new ManualClock();
@@ -44,18 +44,19 @@ afterAll(async () => {
  * retrieve, and while not completed or failed, wait `openai-poll-after-ms` (else 5 s).
  */
 async function poll(id: string, seen: { intervals: number[]; progress: number[] } = { intervals: [], progress: [] }): Promise<OpenAI.Videos.Video> {
-  for (;;) {
+  const retrieved = async () => {
     const { data, response } = await client.videos.retrieve(id).withResponse();
     seen.progress.push(data.progress);
-    if (data.status === "completed" || data.status === "failed") {
-      expect(response.headers.get("openai-poll-after-ms")).toBeNull();
-      return data;
-    }
-    const header = response.headers.get("openai-poll-after-ms");
-    const ms = header ? parseInt(header, 10) : 5000;
+    return { status: data.status, data, pollAfter: response.headers.get("openai-poll-after-ms") };
+  };
+  const pollAfterMs = ({ pollAfter }: { pollAfter: string | null }) => {
+    const ms = pollAfter ? parseInt(pollAfter, 10) : 5000;
     seen.intervals.push(ms);
-    await sleep(ms);
-  }
+    return ms;
+  };
+  const { data, pollAfter } = await pollUntil(retrieved, (v) => v.status === "completed" || v.status === "failed", `video ${id}`, { intervalMs: pollAfterMs });
+  expect(pollAfter).toBeNull();
+  return data;
 }
 
 async function createAndPoll(params: OpenAI.Videos.VideoCreateParams): Promise<OpenAI.Videos.Video> {
@@ -207,13 +208,12 @@ describe("create, poll, download: a real H.264 video", () => {
   it("progress moves while rendering (read every 100 ms)", async () => {
     const v = await client.videos.create({ prompt: "Progress bars marching across a green field" });
     const seen = new Set<number>();
-    let status = v.status;
-    while (status !== "completed" && status !== "failed") {
+    const retrieved = async () => {
       const cur = await client.videos.retrieve(v.id);
       seen.add(cur.progress);
-      status = cur.status;
-      await sleep(100);
-    }
+      return cur;
+    };
+    const { status } = await pollUntil(retrieved, (cur) => cur.status === "completed" || cur.status === "failed", `video ${v.id}`, { intervalMs: 100 });
     expect(status).toBe("completed");
     expect([...seen].some((p) => p > 0 && p < 100), `progress values seen: ${[...seen]}`).toBe(true);
   });
@@ -433,10 +433,12 @@ describe("failures, list, delete, tenancy, expiry", () => {
     const b = await client.videos.create({ prompt: "Deleted too early, second" });
     await expectError(await api(s.baseURL, `/videos/${b.id}`, { method: "DELETE" }), 400, { param: "video_id", code: "invalid_video_state", message: /is queued/ });
     expect((await client.videos.retrieve(b.id)).status).toBe("queued");
-    for (let v = await client.videos.retrieve(a.id); v.status !== "in_progress"; v = await client.videos.retrieve(a.id)) {
-      expect(v.status).toBe("queued");
-      await sleep(20);
-    }
+    const queuedUntilRendering = async () => {
+      const v = await client.videos.retrieve(a.id);
+      if (v.status !== "in_progress") expect(v.status).toBe("queued");
+      return v;
+    };
+    await pollUntil(queuedUntilRendering, (v) => v.status === "in_progress", `video ${a.id}`, { intervalMs: 20 });
     await expectError(await api(s.baseURL, `/videos/${a.id}`, { method: "DELETE" }), 400, { param: "video_id", code: "invalid_video_state", message: /is in_progress/ });
     await sdkError(client.videos.delete(a.id), 400);
     for (const id of [a.id, b.id]) {

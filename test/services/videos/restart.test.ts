@@ -12,10 +12,11 @@ import { afterAll, describe, expect, it } from "vitest";
 import type OpenAI from "openai";
 import { API_KEY, tempDir } from "../../shared/server.js";
 import { blobKeys, sdk } from "../../shared/rest.js";
+import { pollUntil, sleep } from "../../shared/poll.js";
+import { untilVideoEnds } from "../../shared/videos.js";
 
 const MAIN = fileURLToPath(new URL("../../../src/main.ts", import.meta.url));
 const FFPROBE: string = createRequire(import.meta.url)("@ffprobe-installer/ffprobe").path;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Child {
   proc: ChildProcess;
@@ -66,25 +67,13 @@ afterAll(async () => {
 
 /** Reads the video every 50 ms until it is rendering (progress above 0). */
 async function untilRendering(client: OpenAI, id: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
+  const notFailed = async () => {
     const v = await client.videos.retrieve(id);
     expect(v.status).not.toBe("failed");
-    if (v.status === "in_progress" && v.progress > 0) return;
-    if (v.status === "completed") throw new Error("the render finished before the test could interrupt it");
-    if (Date.now() > deadline) throw new Error(`still ${v.status} at ${v.progress}%`);
-    await sleep(50);
-  }
-}
-
-async function untilDone(client: OpenAI, id: string): Promise<OpenAI.Videos.Video> {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const v = await client.videos.retrieve(id);
-    if (v.status === "completed" || v.status === "failed") return v;
-    if (Date.now() > deadline) throw new Error(`still ${v.status} at ${v.progress}%`);
-    await sleep(200);
-  }
+    return v;
+  };
+  const v = await pollUntil(notFailed, (v) => v.status === "completed" || (v.status === "in_progress" && v.progress > 0), `video ${id}`, { intervalMs: 50 });
+  if (v.status === "completed") throw new Error("the render finished before the test could interrupt it");
 }
 
 async function checkWhole(client: OpenAI, id: string): Promise<void> {
@@ -115,7 +104,7 @@ describe("a render interrupted by a crash or a restart completes", () => {
 
     const second = await startChild();
     const c2 = sdk(second.baseURL);
-    const done = await untilDone(c2, v.id);
+    const done = await untilVideoEnds(c2, v.id);
     expect(done.status, JSON.stringify(done.error)).toBe("completed");
     expect(done.progress).toBe(100);
     expect(assetsOf(v.id).sort()).toEqual([`${v.id}.spritesheet`, `${v.id}.thumbnail`, `${v.id}.video`]);
@@ -133,7 +122,7 @@ describe("a render interrupted by a crash or a restart completes", () => {
     expect(assetsOf(v.id)).toEqual([]);
 
     const next = await startChild();
-    const done = await untilDone(sdk(next.baseURL), v.id);
+    const done = await untilVideoEnds(sdk(next.baseURL), v.id);
     expect(done.status, JSON.stringify(done.error)).toBe("completed");
     await checkWhole(sdk(next.baseURL), v.id);
   }, 240_000);

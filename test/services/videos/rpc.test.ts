@@ -16,6 +16,7 @@ import { ContentRangeSchema, type ContentRange } from "../../../gen/atrium/v1/op
 import { API_KEY, KEYS, startTestServer, type TestServer } from "../../shared/server.js";
 import { as, expectRpcError, sha256 } from "../../shared/rpc.js";
 import { api } from "../../shared/rest.js";
+import { pollUntil } from "../../shared/poll.js";
 
 type VideosClient = Client<typeof VideosService>;
 type CreateMessage = MessageInitShape<typeof CreateVideoRequestSchema>;
@@ -23,7 +24,6 @@ type CreateMessage = MessageInitShape<typeof CreateVideoRequestSchema>;
 const require = createRequire(import.meta.url);
 const FFMPEG: string = require("@ffmpeg-installer/ffmpeg").path;
 const FFPROBE: string = require("@ffprobe-installer/ffprobe").path;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let s: TestServer;
 const me = as(API_KEY);
@@ -40,14 +40,18 @@ async function* messages(...ms: CreateMessage[]): AsyncGenerator<CreateMessage> 
   yield* ms;
 }
 
+/** GetVideo until the render ends, waiting between calls what the openai-poll-after-ms header says. */
 async function pollUntilDone(c: VideosClient, id: string): Promise<Video> {
-  for (;;) {
-    let hint: string | null = null;
-    const v = await c.getVideo({ videoId: id }, { ...me, onHeader: (h) => (hint = h.get("openai-poll-after-ms")) });
-    if (v.status === "completed" || v.status === "failed") return v;
-    expect(Number(hint)).toBeGreaterThanOrEqual(250);
-    await sleep(Number(hint));
-  }
+  const withHint = async () => {
+    let pollAfter: string | null = null;
+    const video = await c.getVideo({ videoId: id }, { ...me, onHeader: (h) => (pollAfter = h.get("openai-poll-after-ms")) });
+    return { status: video.status, video, pollAfter };
+  };
+  const hinted = ({ pollAfter }: { pollAfter: string | null }) => {
+    expect(Number(pollAfter)).toBeGreaterThanOrEqual(250);
+    return Number(pollAfter);
+  };
+  return (await pollUntil(withHint, (v) => v.status === "completed" || v.status === "failed", `video ${id}`, { intervalMs: hinted })).video;
 }
 
 async function content(c: VideosClient, videoId: string, opts: CallOptions, variant = "video", range = "") {

@@ -11,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type OpenAI from "openai";
 import { API_KEY, startTestServer, type TestServer } from "../../shared/server.js";
 import { sdk, sha256, toFile } from "../../shared/rest.js";
+import { untilVideoEnds } from "../../shared/videos.js";
 
 const FFMPEG: string = createRequire(import.meta.url)("@ffmpeg-installer/ffmpeg").path;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let upstream: TestServer;
 let front: TestServer;
@@ -39,14 +39,6 @@ afterAll(async () => {
   rmSync(configDir, { recursive: true, force: true });
 });
 
-async function untilDone(c: OpenAI, id: string): Promise<OpenAI.Videos.Video> {
-  for (;;) {
-    const v = await c.videos.retrieve(id);
-    if (v.status === "completed" || v.status === "failed") return v;
-    await sleep(200);
-  }
-}
-
 const bytesOf = async (c: OpenAI, id: string, variant: "video" | "thumbnail" | "spritesheet" = "video") =>
   Buffer.from(await (await c.videos.downloadContent(id, { variant })).arrayBuffer());
 
@@ -65,7 +57,7 @@ describe("video renders on an upstream Atrium", () => {
   it("forwards a create with an uploaded reference image; stores the upstream's assets", async () => {
     const png = spawnSync(FFMPEG, ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=720x1280", "-frames:v", "1", "-f", "image2pipe", "-vcodec", "png", "pipe:1"], { maxBuffer: 1 << 26 }).stdout;
     const created = await client.videos.create({ prompt: "Forwarded upstream", input_reference: await toFile(png, "card.png") });
-    made = await untilDone(client, created.id);
+    made = await untilVideoEnds(client, created.id);
     expect(made.status, JSON.stringify(made.error)).toBe("completed");
     const twin = await upstreamTwin("Forwarded upstream");
     expect(made.model).toBe("vid-2");
@@ -74,12 +66,12 @@ describe("video renders on an upstream Atrium", () => {
   });
 
   it("remixes and extends upstream, by the upstream's own id of the source", async () => {
-    const remix = await untilDone(client, (await client.videos.remix(made.id, { prompt: "Forwarded remix" })).id);
+    const remix = await untilVideoEnds(client, (await client.videos.remix(made.id, { prompt: "Forwarded remix" })).id);
     expect(remix).toMatchObject({ status: "completed", remixed_from_video_id: made.id });
     const source = await upstreamTwin("Forwarded upstream");
     expect(await upstreamTwin("Forwarded remix")).toMatchObject({ status: "completed", remixed_from_video_id: source.id });
 
-    const ext = await untilDone(client, (await client.videos.extend({ prompt: "Forwarded extension", seconds: "4", video: { id: made.id } })).id);
+    const ext = await untilVideoEnds(client, (await client.videos.extend({ prompt: "Forwarded extension", seconds: "4", video: { id: made.id } })).id);
     expect(ext).toMatchObject({ status: "completed", seconds: "8" });
     expect(await upstreamTwin("Forwarded extension")).toMatchObject({ status: "completed", seconds: "8" });
     expect(sha256(await bytesOf(client, ext.id))).toBe(sha256(await bytesOf(up, (await upstreamTwin("Forwarded extension")).id)));
@@ -89,7 +81,7 @@ describe("video renders on an upstream Atrium", () => {
     // The character exists on the front server only: the upstream refuses the prompt naming it.
     const mp4 = await bytesOf(client, made.id);
     const character = await client.videos.createCharacter({ name: "Local only", video: await toFile(mp4, "c.mp4") });
-    const v = await untilDone(client, (await client.videos.create({ prompt: `With @${character.id}` })).id);
+    const v = await untilVideoEnds(client, (await client.videos.create({ prompt: `With @${character.id}` })).id);
     expect(v.status).toBe("failed");
     expect(v.error).toEqual({ code: "character_not_found", message: expect.stringContaining(character.id!) });
   });

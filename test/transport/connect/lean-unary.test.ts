@@ -7,7 +7,6 @@
 //     response headers, timeouts, and gzip-compressed requests (stock path).
 import http from "node:http";
 import { brotliDecompressSync, gzipSync, gunzipSync } from "node:zlib";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Fastify, { type FastifyInstance } from "fastify";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
@@ -18,6 +17,7 @@ import { UploadsService } from "../../../gen/atrium/v1/uploads_pb.js";
 import { ErrorInfoSchema } from "../../../gen/atrium/v1/options_pb.js";
 import { connectPlugin } from "../../../src/transport/connect/plugin.js";
 import { API_KEY, startTestServer, type TestServer } from "../../shared/server.js";
+import { sleep } from "../../shared/poll.js";
 
 /** The error a call must fail with. */
 async function rpcError(p: Promise<unknown>): Promise<ConnectError> {
