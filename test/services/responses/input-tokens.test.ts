@@ -79,6 +79,14 @@ beforeAll(async () => {
   const tuned = s.deps.records.collection("fine_tuned_model");
   await tuned.insert({ projectId: "proj_default" }, { id: FT, createdAt: now, data: { id: FT, created: now, ownedBy: "org-default" } });
   await tuned.insert({ projectId: "proj_b" }, { id: FT_B, createdAt: now, data: { id: FT_B, created: now, ownedBy: "org-default" } });
+
+  // Started here and awaited by the last tests of the file, so the server's fetch timeout overlaps
+  // the other tests instead of adding to them.
+  hangingStarted = Date.now();
+  hanging = post(hangingBody());
+  hanging.catch(() => {});
+  hangingRpc = rpcFailure(hangingBody());
+  hangingRpc.catch(() => {});
 });
 
 afterAll(async () => {
@@ -158,21 +166,13 @@ async function upload(content: Uint8Array, filename: string, purpose: "vision" |
   return sdk(s.baseURL, key).files.create({ file: await toFile(content, filename), purpose });
 }
 
-// ---------- a URL that never answers: started first, checked last ----------
+// ---------- a URL that never answers: started in beforeAll, checked last ----------
 
 // The server's image fetch gives up after ATRIUM_FETCH_TIMEOUT_MS (3 s here, 10 s by default).
-// The request is started here and awaited at the end of the file, so the wait overlaps
-// the other tests instead of adding to them.
-let hanging: Promise<Response> | undefined;
+const hangingBody = () => user({ type: "input_text", text: "what is this?" }, { type: "input_image", image_url: `${imageBase}/hang` });
+let hanging: Promise<Response>;
+let hangingRpc: ReturnType<typeof rpcFailure>;
 let hangingStarted = 0;
-
-describe("an image URL that never answers", () => {
-  it("is requested now (the answer is checked at the end of the file)", () => {
-    hangingStarted = Date.now();
-    hanging = post(user({ type: "input_text", text: "what is this?" }, { type: "input_image", image_url: `${imageBase}/hang` }));
-    hanging.catch(() => {}); // awaited later
-  });
-});
 
 // ---------- the published worked examples ----------
 
@@ -539,10 +539,14 @@ describe("bad input: a 4xx naming the field", () => {
   });
 });
 
-describe("an image URL that never answers (checked)", () => {
+describe("an image URL that never answers", () => {
+  it("→ InvalidArgument over Connect naming the image_url once the server's fetch times out", async () => {
+    expect(await hangingRpc).toEqual({ code: Code.InvalidArgument, param: "input[0].content[1].image_url", errorCode: "invalid_url", httpStatus: 400 });
+    expect(Date.now() - hangingStarted).toBeGreaterThanOrEqual(3_000);
+  });
+
   it("→ 400 naming the image_url once the server's fetch times out", async () => {
-    expect(hanging, "the request was started at the top of the file").toBeDefined();
-    await expectError(await hanging!, 400, { param: "input[0].content[1].image_url", code: "invalid_url", message: /timed out/ });
+    await expectError(await hanging, 400, { param: "input[0].content[1].image_url", code: "invalid_url", message: /timed out/ });
     const elapsed = Date.now() - hangingStarted;
     // The server gave up after its ATRIUM_FETCH_TIMEOUT_MS (3 s), not at once.
     expect(elapsed).toBeGreaterThanOrEqual(3_000);
