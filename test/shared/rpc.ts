@@ -3,7 +3,7 @@
 // typed-error checks, streamed uploads and downloads through any Connect-ES transport, a raw REST
 // multipart upload, and `rpcSuite`, the behaviour every Connect-ES transport (Connect JSON/binary
 // over HTTP/1.1 and HTTP/2, gRPC-Web, gRPC) must show against a fresh in-process server.
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, createRegistry, type MessageInitShape } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
@@ -12,7 +12,9 @@ import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } f
 import { FilesService, type CreateFileRequestSchema } from "../../gen/atrium/v1/files_pb.js";
 import { UploadsService, type AddUploadPartRequestSchema } from "../../gen/atrium/v1/uploads_pb.js";
 import { ModelsService } from "../../gen/atrium/v1/models_pb.js";
+import type { HttpBody } from "../../gen/google/api/httpbody_pb.js";
 import { ContentRangeSchema, ErrorInfoSchema, file_atrium_v1_options, type ContentRange, type ErrorInfo } from "../../gen/atrium/v1/options_pb.js";
+import { md5, sha256 } from "./rest.js";
 import { API_KEY, KEYS, startTestServer, type TestServer } from "./server.js";
 
 /** For JSON clients: the messages that travel inside google.protobuf.Any (ContentRange, ErrorInfo). */
@@ -42,8 +44,7 @@ export function as(key: string | undefined, extra: Record<string, string> = {}):
   return { headers: { ...(key === undefined ? {} : { authorization: `Bearer ${key}` }), ...extra }, timeoutMs: 20_000 };
 }
 
-export const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
-export const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex");
+export { md5, sha256 };
 
 /** Deterministic-size random content. */
 export const bytes = (n: number) => new Uint8Array(randomBytes(n));
@@ -119,6 +120,20 @@ export async function download(files: FilesClient, fileId: string, opts: CallOpt
     parts.push(c.data);
   }
   return { data: Buffer.concat(parts), chunks: parts.length, contentType: first?.contentType ?? "", range: first?.range, laterHeads };
+}
+
+/**
+ * Reads a server stream of google.api.HttpBody to the end: the bytes, how many messages carried
+ * them, and the content type and ContentRange of the first.
+ */
+export async function readHttpBodies(stream: AsyncIterable<HttpBody>) {
+  const parts: Uint8Array[] = [];
+  let head: { contentType: string; range: ContentRange | undefined } | undefined;
+  for await (const m of stream) {
+    head ??= { contentType: m.contentType, range: m.extensions.map((e) => anyUnpack(e, ContentRangeSchema)).find((x) => x !== undefined) };
+    parts.push(m.data);
+  }
+  return { data: Buffer.concat(parts), chunks: parts.length, ...head! };
 }
 
 export const contentRange = (size: number, partial: boolean, start: number, end: number) =>

@@ -3,13 +3,12 @@
 // another project's container a NotFound in every protocol.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { Code, createClient, type CallOptions, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { ContainersService, type CreateContainerFileRequestSchema } from "../../../gen/atrium/v1/containers_pb.js";
-import { ContentRangeSchema, type ContentRange } from "../../../gen/atrium/v1/options_pb.js";
+import type { ContentRange } from "../../../gen/atrium/v1/options_pb.js";
 import { API_KEY, KEYS, ManualClock, startTestServer, type TestServer } from "../../shared/server.js";
-import { as, bytes, contentRange, expectRpcError, registry, restUpload, sha256 } from "../../shared/rpc.js";
+import { as, bytes, contentRange, expectRpcError, readHttpBodies, registry, restUpload, sha256 } from "../../shared/rpc.js";
 
 type ContainersClient = Client<typeof ContainersService>;
 type FileMessage = MessageInitShape<typeof CreateContainerFileRequestSchema>;
@@ -38,15 +37,8 @@ async function* one(m: FileMessage): AsyncGenerator<FileMessage> {
   yield m;
 }
 
-async function download(c: ContainersClient, containerId: string, fileId: string, opts: CallOptions, range = "") {
-  const parts: Uint8Array[] = [];
-  let head: { contentType: string; range: ContentRange | undefined } | undefined;
-  for await (const m of c.getContainerFileContent({ containerId, fileId, range }, opts)) {
-    head ??= { contentType: m.contentType, range: m.extensions.map((e) => anyUnpack(e, ContentRangeSchema)).find((x) => x !== undefined) };
-    parts.push(m.data);
-  }
-  return { data: Buffer.concat(parts), chunks: parts.length, ...head! };
-}
+const download = (c: ContainersClient, containerId: string, fileId: string, opts: CallOptions, range = "") =>
+  readHttpBodies(c.getContainerFileContent({ containerId, fileId, range }, opts));
 
 describe("the life cycle through a Connect client (HTTP/1.1)", () => {
   it("create, retrieve, list, upload, share a File, list files, download, delete", async () => {

@@ -8,13 +8,11 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { Code, createClient, type CallOptions, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { VideosService, type CreateCharacterRequestSchema, type CreateVideoRequestSchema, type ExtendVideoRequestSchema, type Video } from "../../../gen/atrium/v1/videos_pb.js";
-import { ContentRangeSchema, type ContentRange } from "../../../gen/atrium/v1/options_pb.js";
 import { API_KEY, KEYS, startTestServer, type TestServer } from "../../shared/server.js";
-import { as, expectRpcError, sha256 } from "../../shared/rpc.js";
+import { as, expectRpcError, readHttpBodies, sha256 } from "../../shared/rpc.js";
 import { api } from "../../shared/rest.js";
 import { pollUntil } from "../../shared/poll.js";
 
@@ -54,15 +52,8 @@ async function pollUntilDone(c: VideosClient, id: string): Promise<Video> {
   return (await pollUntil(withHint, (v) => v.status === "completed" || v.status === "failed", `video ${id}`, { intervalMs: hinted })).video;
 }
 
-async function content(c: VideosClient, videoId: string, opts: CallOptions, variant = "video", range = "") {
-  const parts: Uint8Array[] = [];
-  let head: { contentType: string; range: ContentRange | undefined } | undefined;
-  for await (const m of c.getVideoContent({ videoId, variant, range }, opts)) {
-    head ??= { contentType: m.contentType, range: m.extensions.map((e) => anyUnpack(e, ContentRangeSchema)).find((x) => x !== undefined) };
-    parts.push(m.data);
-  }
-  return { data: Buffer.concat(parts), chunks: parts.length, ...head! };
-}
+const content = (c: VideosClient, videoId: string, opts: CallOptions, variant = "video", range = "") =>
+  readHttpBodies(c.getVideoContent({ videoId, variant, range }, opts));
 
 /** ffprobe's view of the first video stream of an MP4. */
 function probe(bytes: Buffer): Record<string, unknown> {
