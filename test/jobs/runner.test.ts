@@ -1,10 +1,7 @@
 // The durable job runner (src/jobs/): states, checkpoints with record writes, cancel, retries,
 // leases, concurrency, shutdown, finished-listeners, and the expiry sweeper built on it. Real
 // SQLite in a temp dir, real time with short leases and backoffs.
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   ExpirySweeper,
   JobAborted,
@@ -21,19 +18,11 @@ import {
 import { DuplicateRecord, openStorage, type Scope, type SqliteRecordStore, type StoredRecord, type WriteOp } from "../../src/storage/index.js";
 import type { Logger } from "pino";
 import { sleep } from "../shared/poll.js";
+import { undoAfterEach } from "../shared/cleanup.js";
 
 const scope: Scope = { projectId: "proj_jobs" };
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-
-function tempDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "atrium-jobs-"));
-  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+const { cleanups, tempDir } = undoAfterEach("atrium-jobs-");
 
 /** A connection to the data dir (a second call on the same dir is what a second process would have). */
 async function open(dir: string, now?: () => number): Promise<SqliteRecordStore> {

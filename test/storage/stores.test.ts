@@ -1,9 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { Readable } from "node:stream";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   BlobNotFound,
   BlobTooLarge,
@@ -19,17 +18,9 @@ import {
   type Scope,
   type SqliteRecordStoreOptions,
 } from "../../src/storage/index.js";
+import { undoAfterEach } from "../shared/cleanup.js";
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-
-function tempDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "atrium-storage-"));
-  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+const { cleanups, tempDir } = undoAfterEach("atrium-storage-");
 
 function openStore(file: string, opts?: SqliteRecordStoreOptions): SqliteRecordStore {
   const store = openSqliteRecordStore(file, opts);
