@@ -22,9 +22,9 @@ import { LIMITS, ModerationInputError, parseModel, parseModerationInput } from "
 import { lexiconFeatures } from "../../../src/engines/moderation/lexicon.js";
 import { buildResult } from "../../../src/engines/moderation/provider.js";
 import { FEATURE_COUNT, type BankIndex } from "../../../src/engines/moderation/scorer.js";
+import { FFMPEG } from "../../shared/media.js";
 
 const require = createRequire(import.meta.url);
-const FFMPEG = (require("@ffmpeg-installer/ffmpeg") as { path: string }).path;
 
 /** A test picture: a colour gradient with a few hard edges, `w` × `h`, RGBA with varying alpha if asked. */
 function picture(w: number, h: number, alpha = false): Uint8Array {

@@ -5,7 +5,6 @@
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type OpenAI from "openai";
@@ -18,13 +17,12 @@ import { CATEGORIES } from "../../../src/engines/moderation/categories.js";
 import { API_KEY, startTestServer, tempDir, type TestServer } from "../../shared/server.js";
 import { api, expectError, sdk, sdkError } from "../../shared/rest.js";
 import { as, expectRpcError } from "../../shared/rpc.js";
+import { FFMPEG } from "../../shared/media.js";
 
 // Models load on first use (the text bank, nsfwjs): on a busy shared machine that takes a while.
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 600_000 });
 
-const require = createRequire(import.meta.url);
 const slowSdk = (baseURL: string) => sdk(baseURL, API_KEY, { timeout: 170_000 });
-const FFMPEG = (require("@ffmpeg-installer/ffmpeg") as { path: string }).path;
 
 /** ffmpeg's test pattern as a small image file. */
 function testImage(codec: "png" | "mjpeg" | "gif" | "libwebp", size = "96x64"): Buffer {

@@ -5,7 +5,6 @@
 // rules, tenancy, and asset expiry on the server's sweeper. Renders are the smallest the spec
 // allows (4 s; 720x1280 or 1280x720), one at a time (the default concurrency).
 import { spawnSync } from "node:child_process";
-import { createRequire } from "node:module";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,10 +13,8 @@ import type OpenAI from "openai";
 import { API_KEY, KEYS, ManualClock, startTestServer, type TestServer } from "../../shared/server.js";
 import { api, blobKeys, expectError, sdk, sdkError, sha256, toFile } from "../../shared/rest.js";
 import { pollUntil } from "../../shared/poll.js";
+import { FFMPEG, FFPROBE } from "../../shared/media.js";
 
-const require = createRequire(import.meta.url);
-const FFMPEG: string = require("@ffmpeg-installer/ffmpeg").path;
-const FFPROBE: string = require("@ffprobe-installer/ffprobe").path;
 const VIDEO_KEYS = ["completed_at", "created_at", "error", "expires_at", "id", "model", "object", "progress", "prompt", "remixed_from_video_id", "seconds", "size", "status"];
 const DAY = 24 * 3600;
 const FRAME = 1 / 24;

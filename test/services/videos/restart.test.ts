@@ -6,7 +6,6 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createRequire } from "node:module";
 import { spawnSync } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
 import type OpenAI from "openai";
@@ -14,9 +13,9 @@ import { API_KEY, tempDir } from "../../shared/server.js";
 import { blobKeys, sdk } from "../../shared/rest.js";
 import { pollUntil, sleep } from "../../shared/poll.js";
 import { untilVideoEnds } from "../../shared/videos.js";
+import { FFPROBE } from "../../shared/media.js";
 
 const MAIN = fileURLToPath(new URL("../../../src/main.ts", import.meta.url));
-const FFPROBE: string = createRequire(import.meta.url)("@ffprobe-installer/ffprobe").path;
 
 interface Child {
   proc: ChildProcess;

@@ -4,7 +4,6 @@
 // ErrorInfo (param, code) REST callers get.
 import { spawnSync } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -15,13 +14,11 @@ import { API_KEY, KEYS, startTestServer, type TestServer } from "../../shared/se
 import { as, expectRpcError, readHttpBodies, sha256 } from "../../shared/rpc.js";
 import { api } from "../../shared/rest.js";
 import { pollUntil } from "../../shared/poll.js";
+import { FFMPEG, FFPROBE } from "../../shared/media.js";
 
 type VideosClient = Client<typeof VideosService>;
 type CreateMessage = MessageInitShape<typeof CreateVideoRequestSchema>;
 
-const require = createRequire(import.meta.url);
-const FFMPEG: string = require("@ffmpeg-installer/ffmpeg").path;
-const FFPROBE: string = require("@ffprobe-installer/ffprobe").path;
 
 let s: TestServer;
 const me = as(API_KEY);

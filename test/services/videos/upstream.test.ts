@@ -6,14 +6,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
-import { createRequire } from "node:module";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type OpenAI from "openai";
 import { API_KEY, startTestServer, type TestServer } from "../../shared/server.js";
 import { sdk, sha256, toFile } from "../../shared/rest.js";
 import { untilVideoEnds } from "../../shared/videos.js";
+import { FFMPEG } from "../../shared/media.js";
 
-const FFMPEG: string = createRequire(import.meta.url)("@ffmpeg-installer/ffmpeg").path;
 
 let upstream: TestServer;
 let front: TestServer;
