@@ -71,7 +71,7 @@ export async function expectRpcError(fn: () => Promise<unknown>, code: Code, inf
   expect(details, `ErrorInfo detail of: ${ce.message}`).toHaveLength(1);
   const d: ErrorInfo = details[0];
   expect({ type: d.type, param: d.param, code: d.code, httpStatus: d.httpStatus }).toMatchObject(info);
-  // Bad input gets a message that names the offending field (DESIGN principle 3); a state
+  // Bad input gets a message that names the offending field; a state
   // conflict (an upload no longer pending) names the state instead.
   if (info.param && info.httpStatus === 400 && info.code !== "invalid_upload_state") expect(ce.rawMessage).toContain(info.param.split(".").pop()!.replace(/\[\d+\]$/, ""));
   return ce;

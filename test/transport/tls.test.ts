@@ -1,4 +1,4 @@
-// TLS on the one port (DESIGN contract: ATRIUM_TLS_CERT/ATRIUM_TLS_KEY switch it to TLS with ALPN
+// TLS on the one port (ATRIUM_TLS_CERT/ATRIUM_TLS_KEY switch it to TLS with ALPN
 // h2 and http/1.1). A self-signed certificate is made at test time with openssl; every client
 // trusts exactly that certificate, so the handshake, ALPN and each protocol are checked for real.
 import { spawnSync } from "node:child_process";

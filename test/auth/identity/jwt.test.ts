@@ -1,4 +1,4 @@
-// Workload identity, JWT exchange (spec 4.11, 5, 7; DESIGN "OAuth errors"): POST /oauth/token on
+// Workload identity, JWT exchange (spec 4.11, 5, 7): POST /oauth/token on
 // the main port. The attack matrix asserts, for every refused exchange, the exact status and OAuth
 // error AND that no token was stored. The happy paths use inline and served JWKS with RS256, ES256
 // and EdDSA keys, then use the minted token through the official SDK (also its own

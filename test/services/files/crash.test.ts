@@ -1,4 +1,4 @@
-// Crash safety (DESIGN principle 4): kill -9 the server in the middle of a large streamed upload,
+// Crash safety: kill -9 the server in the middle of a large streamed upload,
 // restart it on the same data directory, and check that nothing partial survives while everything
 // written before is intact. Runs the built server (`npm run build` first; `npm test` does).
 import { existsSync, rmSync, statSync } from "node:fs";

@@ -1,4 +1,4 @@
-// Crash safety of ingestion (DESIGN principle 4): a server is SIGKILLed in the middle of a file
+// Crash safety of ingestion: a server is SIGKILLed in the middle of a file
 // batch; a second server on the same data directory takes the interrupted jobs over (once their
 // leases expire), resumes each file from its last checkpoint, and finishes the batch. Every chunk
 // is in the index exactly once, and chunks indexed before the crash were not indexed again.

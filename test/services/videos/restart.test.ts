@@ -1,4 +1,4 @@
-// Renders survive restarts (DESIGN principle 4): SIGKILL the server in the middle of a render, start
+// Renders survive restarts: SIGKILL the server in the middle of a render, start
 // another on the same data directory, and the video completes, whole; stop a server gracefully in
 // the middle of a render, and the next one finishes it. No asset is ever visible half-written.
 // The servers run from the sources (node --import tsx), so no build is needed.
