@@ -9,7 +9,7 @@
 // to a full allowance. Quotas are plain counters for a period (a calendar month) that end with it.
 //
 // Both implementations (memory.ts, redis.ts) run the same arithmetic in IEEE doubles in the same
-// order, so given the same `now` they answer the same sequence identically (test/limits.test.ts).
+// order, so given the same `now` they answer the same sequence identically (test/limits/limiter.test.ts).
 
 /** `limit` units per `windowMs`, smoothed (GCRA). */
 export interface RateEntry {

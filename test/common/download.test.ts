@@ -5,8 +5,8 @@
 import { appendFileSync, truncateSync } from "node:fs";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { API_KEY, startTestServer, type TestServer } from "../helpers/server.js";
-import { api, expectErrorShape, random, sha256 } from "../helpers/rest.js";
+import { API_KEY, startTestServer, type TestServer } from "../shared/server.js";
+import { api, expectErrorShape, random, sha256 } from "../shared/rest.js";
 import type { DiskBlobStore } from "../../src/storage/disk-blobs.js";
 
 let s: TestServer;

@@ -1,8 +1,8 @@
 // Issue 22, defect 9: `metadata` is a map of strings wherever it is taken; a scalar or an array is
 // refused as what it is, and a wrong value type is named as what it is.
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { startTestServer, type TestServer } from "../helpers/server.js";
-import { api, expectError } from "../helpers/rest.js";
+import { startTestServer, type TestServer } from "../shared/server.js";
+import { api, expectError } from "../shared/rest.js";
 
 let s: TestServer;
 let fileId: string;

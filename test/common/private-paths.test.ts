@@ -8,8 +8,8 @@ import { ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { VideosService } from "../../gen/atrium/v1/videos_pb.js";
 import { ApiError, keepPathsPrivate, withoutPrivatePaths } from "../../src/common/errors.js";
-import { API_KEY, startTestServer, type TestServer } from "../helpers/server.js";
-import { api } from "../helpers/rest.js";
+import { API_KEY, startTestServer, type TestServer } from "../shared/server.js";
+import { api } from "../shared/rest.js";
 
 let s: TestServer;
 beforeAll(async () => {

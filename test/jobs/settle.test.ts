@@ -7,9 +7,9 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type OpenAI from "openai";
-import { startTestServer, testConfig, tempDir, type TestServer } from "../helpers/server.js";
-import { sdk, toFile } from "../helpers/rest.js";
-import { pollUntil } from "../helpers/poll.js";
+import { startTestServer, testConfig, tempDir, type TestServer } from "../shared/server.js";
+import { sdk, toFile } from "../shared/rest.js";
+import { pollUntil } from "../shared/poll.js";
 import { readFileSync } from "node:fs";
 
 let s: TestServer;

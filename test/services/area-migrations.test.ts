@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { ApiArea } from "../../src/services/area.js";
 import { filesArea } from "../../src/services/files/index.js";
 import type { SqliteRecordStore } from "../../src/storage/index.js";
-import { startTestServer, tempDir } from "../helpers/server.js";
+import { startTestServer, tempDir } from "../shared/server.js";
 
 describe("ApiArea.migrations", () => {
   it("are applied once, in order, before the area's setup, and survive a restart", async () => {

@@ -4,8 +4,8 @@
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../helpers/server.js";
-import { api, random, sha256 } from "../helpers/rest.js";
+import { startTestServer, type TestServer } from "../shared/server.js";
+import { api, random, sha256 } from "../shared/rest.js";
 
 let s: TestServer;
 beforeAll(async () => {

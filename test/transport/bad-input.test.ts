@@ -1,8 +1,8 @@
 // Issue 22, defect 6: input JSON.parse accepts but a google.protobuf.Value cannot hold, and a
 // multipart part without a name, are 400s naming the field — never a 500.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../helpers/server.js";
-import { api, expectError } from "../helpers/rest.js";
+import { startTestServer, type TestServer } from "../shared/server.js";
+import { api, expectError } from "../shared/rest.js";
 
 let s: TestServer;
 beforeAll(async () => {

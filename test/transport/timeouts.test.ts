@@ -6,9 +6,9 @@ import net from "node:net";
 import { join } from "node:path";
 import tls from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { API_KEY, startTestServer, tempDir, type TestServer } from "../helpers/server.js";
-import { sha256 } from "../helpers/rest.js";
-import { makeCert } from "../helpers/tls.js";
+import { API_KEY, startTestServer, tempDir, type TestServer } from "../shared/server.js";
+import { sha256 } from "../shared/rest.js";
+import { makeCert } from "../shared/tls.js";
 import { ConfigError, configFromEnv } from "../../src/config.js";
 import { DEFAULT_CONNECTION_LIMITS } from "../../src/transport/timeouts.js";
 

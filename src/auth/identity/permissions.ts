@@ -1,7 +1,7 @@
 // Permissions a service-account mapping may list to narrow a minted token. Each one is the `scope`
 // of the RPCs it opens, as declared on every RPC by its (atrium.v1.access) option, so one table —
 // the proto — says which endpoints a permission opens, for REST, Connect and gRPC alike.
-// test/identity-config.test.ts checks that every scope an RPC declares is listed here.
+// test/auth/identity/config.test.ts checks that every scope an RPC declares is listed here.
 //
 // As for the platform's restricted keys, a write permission includes the matching read one
 // (a token that may create files may also read them back); `request` (calling a model) stands alone.

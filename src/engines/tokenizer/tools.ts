@@ -3,7 +3,7 @@
  *
  * Function tools follow the published per-function rule (README.md beside this file, "Counting
  * rules", with its source), which matches the platform's counts for its example (101 tokens on
- * gpt-4o, 105 on gpt-4, messages included; test/helpers/token-fixtures.ts):
+ * gpt-4o, 105 on gpt-4, messages included; test/fixtures/token-inputs.ts):
  *
  *   per function:   funcInit + enc(`${name}:${description}`)       (one trailing "." dropped)
  *   if it has properties:  propInit, then per property

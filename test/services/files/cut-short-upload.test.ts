@@ -4,7 +4,7 @@ import { readdirSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { API_KEY, startTestServer, type TestServer } from "../../helpers/server.js";
+import { API_KEY, startTestServer, type TestServer } from "../../shared/server.js";
 
 let s: TestServer;
 beforeAll(async () => {

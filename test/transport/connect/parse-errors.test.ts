@@ -4,7 +4,7 @@ import http2 from "node:http2";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { API_KEY, startTestServer, type TestServer } from "../../helpers/server.js";
+import { API_KEY, startTestServer, type TestServer } from "../../shared/server.js";
 
 const MALFORMED = Buffer.from([0x0a, 0xff, 0xff]); // field 1, length-delimited, a length past the end
 const PATH = "/atrium.v1.ModelsService/GetModel";

@@ -1,7 +1,7 @@
 // The example bank's harmful sections (format: ../examples.ts). Written for this project: short,
 // non-operational sentences that read as their category without real instructions or explicit
 // detail; sexual/minors only as non-explicit indicator phrases. Never copy a sentence into the
-// evaluation set (bench/data/moderation/eval.txt): test/moderation-data.test.ts checks it.
+// evaluation set (bench/data/moderation/eval.txt): test/engines/moderation/bank.test.ts checks it.
 export const HARMFUL_EXAMPLES = String.raw`
 # harassment
 You are the most pathetic loser I have ever met

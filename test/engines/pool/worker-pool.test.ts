@@ -1,0 +1,155 @@
+// The generic worker pool under the sentence encoder (src/engines/pool), driven with a fixture
+// worker (test/fixtures/pool-worker.ts, started from its TypeScript source through tsx):
+// replies, transfers, queueing, task errors, crashes and replacement, cancellation, close().
+import { afterEach, describe, expect, it } from "vitest";
+import { PoolClosedError, WorkerCrashedError, WorkerPool, WorkerTaskError, workerScript } from "../../../src/engines/pool/index.js";
+import type { FixtureTask } from "../../fixtures/pool-worker.js";
+
+const script = workerScript(new URL("../../fixtures/", import.meta.url).href, "pool-worker");
+const pools: WorkerPool<FixtureTask, any>[] = [];
+
+function pool(size = 1, host?: Record<string, (...args: any[]) => unknown>): WorkerPool<FixtureTask, any> {
+  const p = new WorkerPool<FixtureTask, any>({ script, size, name: "fixture", host });
+  pools.push(p);
+  return p;
+}
+
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.close()));
+});
+
+describe("worker pool", () => {
+  it("starts from the .ts source through a data: bootstrap when no compiled .js is beside it", () => {
+    expect(script.protocol).toBe("data:");
+    expect(decodeURIComponent(script.href)).toContain("pool-worker.ts");
+  });
+
+  it("runs tasks and answers each caller with its own result", async () => {
+    const p = pool(2);
+    const results = await Promise.all([1, 2, 3, 4, 5].map((n) => p.run({ op: "echo", value: { n } })));
+    expect(results.map((r) => r.value.n)).toEqual([1, 2, 3, 4, 5]);
+    expect(p.stats()).toMatchObject({ workers: 2, busy: 0, queued: 0 });
+  });
+
+  it("starts no thread before the first task, and at most `size`", async () => {
+    const p = pool(2);
+    expect(p.stats().workers).toBe(0);
+    const running = [p.run({ op: "sleep", ms: 150 }), p.run({ op: "sleep", ms: 150 }), p.run({ op: "sleep", ms: 150 })];
+    await new Promise((r) => setTimeout(r, 20));
+    expect(p.stats()).toMatchObject({ workers: 2, busy: 2, queued: 1 });
+    const done = await Promise.all(running);
+    expect(new Set(done.map((d) => d.threadId)).size).toBe(2);
+  });
+
+  it("moves typed arrays both ways instead of copying them", async () => {
+    const p = pool();
+    const input = new Float32Array([1, 2, 3]);
+    const out: Float32Array = await p.run({ op: "double", values: input }, { transfer: [input.buffer] });
+    expect(input.byteLength).toBe(0); // detached: it went to the worker
+    expect(out).toBeInstanceOf(Float32Array);
+    expect(Array.from(out)).toEqual([2, 4, 6]);
+  });
+
+  it("a worker calls the parent's host functions by name: results, errors and unknown names come back", async () => {
+    const seen: unknown[] = [];
+    const p = pool(2, {
+      add: (a: number, b: number) => a + b,
+      later: async (s: string) => {
+        await new Promise((r) => setTimeout(r, 10));
+        seen.push(s);
+        return { bytes: new Uint8Array([1, 2, 3]), s };
+      },
+      unclonable: () => ({ f: () => 1 }),
+      fails: () => {
+        const e = new TypeError("no such thing") as TypeError & { code: string };
+        e.code = "host_code";
+        throw e;
+      },
+    });
+    const [a, b, c] = await Promise.all([
+      p.run({ op: "host", method: "add", args: [2, 3] }),
+      p.run({ op: "host", method: "later", args: ["x"] }),
+      p.run({ op: "host", method: "later", args: ["y"] }),
+    ]);
+    expect(a).toEqual({ ok: 5 });
+    expect(b.ok.s).toBe("x");
+    expect(Array.from(b.ok.bytes)).toEqual([1, 2, 3]);
+    expect(c.ok.s).toBe("y");
+    expect(seen.sort()).toEqual(["x", "y"]);
+    expect(await p.run({ op: "host", method: "fails", args: [] })).toEqual({ error: { name: "TypeError", message: "no such thing", code: "host_code" } });
+    const unclonable = await p.run({ op: "host", method: "unclonable", args: [] });
+    expect(unclonable.error.name).toBe("DataCloneError");
+    expect((await p.run({ op: "host", method: "add", args: [1, 2] })).ok).toBe(3); // the worker lives on
+    const unknown = await p.run({ op: "host", method: "toString", args: [] });
+    expect(unknown.error.message).toContain("no host function 'toString'");
+    expect((await pool(1).run({ op: "host", method: "add", args: [1, 1] })).error.message).toContain("no host function 'add'");
+  });
+
+  it("a task's own error comes back with its name, message and code; the worker lives on", async () => {
+    const p = pool();
+    const before = (await p.run({ op: "echo", value: 0 })).threadId;
+    const err = await p.run({ op: "throw", message: "bad input" }).catch((e) => e);
+    expect(err).toBeInstanceOf(WorkerTaskError);
+    expect(err).toMatchObject({ name: "RangeError", message: "bad input", code: "fixture_error" });
+    expect((await p.run({ op: "echo", value: 0 })).threadId).toBe(before);
+  });
+
+  for (const op of ["crash", "exit"] as const) {
+    it(`a worker that dies (${op}) fails its task and is replaced; queued tasks still run`, async () => {
+      const p = pool();
+      const before = (await p.run({ op: "echo", value: 0 })).threadId;
+      const dying = p.run(op === "crash" ? { op } : { op, code: 3 });
+      const queued = p.run({ op: "echo", value: "after" });
+      const err = await dying.catch((e) => e);
+      expect(err).toBeInstanceOf(WorkerCrashedError);
+      const next = await queued;
+      expect(next.value).toBe("after");
+      expect(next.threadId).not.toBe(before);
+      expect(p.stats()).toMatchObject({ workers: 1, crashes: 1 });
+    });
+  }
+
+  it("an aborted queued task leaves the queue; an aborted running task is cancelled in the worker", async () => {
+    const p = pool();
+    const running = new AbortController();
+    const queued = new AbortController();
+    const t0 = performance.now();
+    const a = p.run({ op: "sleep", ms: 5_000 }, { signal: running.signal });
+    const b = p.run({ op: "sleep", ms: 5_000 }, { signal: queued.signal });
+    queued.abort(new Error("queued abort"));
+    await expect(b).rejects.toThrow("queued abort");
+    setTimeout(() => running.abort(new Error("running abort")), 50);
+    await expect(a).rejects.toThrow("running abort");
+    // The worker stopped sleeping at the cancel message and takes the next task at once.
+    expect((await p.run({ op: "echo", value: 1 })).value).toBe(1);
+    expect(performance.now() - t0).toBeLessThan(2_000);
+  });
+
+  it("an already aborted signal never reaches a worker", async () => {
+    const p = pool();
+    await expect(p.run({ op: "echo", value: 1 }, { signal: AbortSignal.abort(new Error("too late")) })).rejects.toThrow("too late");
+    expect(p.stats().workers).toBe(0);
+  });
+
+  it("close() fails running and queued tasks and refuses new ones", async () => {
+    const p = pool();
+    const a = p.run({ op: "sleep", ms: 5_000 }).catch((e) => e);
+    const b = p.run({ op: "echo", value: 1 }).catch((e) => e);
+    await new Promise((r) => setTimeout(r, 20));
+    await p.close();
+    expect(await a).toBeInstanceOf(PoolClosedError);
+    expect(await b).toBeInstanceOf(PoolClosedError);
+    await expect(p.run({ op: "echo", value: 1 })).rejects.toBeInstanceOf(PoolClosedError);
+    expect(p.stats().workers).toBe(0);
+  });
+
+  it("a payload or a result that cannot be cloned fails only that task", async () => {
+    const p = pool();
+    await expect(p.run({ op: "echo", value: () => 1 })).rejects.toThrow(/could not be cloned/);
+    const before = (await p.run({ op: "echo", value: 2 })).threadId;
+    const err = await p.run({ op: "unclonable" }).catch((e) => e);
+    expect(err).toBeInstanceOf(WorkerTaskError);
+    expect(err.name).toBe("DataCloneError");
+    expect((await p.run({ op: "echo", value: 3 })).threadId).toBe(before);
+  });
+});

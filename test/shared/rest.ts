@@ -1,0 +1,179 @@
+// Helpers for the black-box REST tests: the official SDK pointed at a test server, raw fetch with a
+// key, the exact REST error body check, random content and on-disk inspection of the data dir.
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import OpenAI, { toFile } from "openai";
+import { expect } from "vitest";
+import { parseJsonl } from "./jsonl.js";
+import { API_KEY } from "./server.js";
+
+export { toFile };
+
+/** The official SDK, no retries (a test must see the first answer), short timeout. */
+export function sdk(baseURL: string, apiKey = API_KEY, extra: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}): OpenAI {
+  return new OpenAI({ apiKey, baseURL, maxRetries: 0, timeout: 30_000, ...extra });
+}
+
+/** fetch against `${baseURL}${path}` with a bearer key (pass key: null for none). */
+export function api(
+  baseURL: string,
+  path: string,
+  init: RequestInit & { key?: string | null; json?: unknown } = {},
+): Promise<Response> {
+  const { key = API_KEY, json, headers, ...rest } = init;
+  const h = new Headers(headers);
+  if (key !== null && !h.has("authorization")) h.set("authorization", `Bearer ${key}`);
+  let body = rest.body;
+  if (json !== undefined) {
+    h.set("content-type", "application/json");
+    body = JSON.stringify(json);
+  }
+  return fetch(`${baseURL}${path}`, { ...rest, headers: h, body });
+}
+
+export interface RestError {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+/**
+ * Asserts the response is `status` with exactly the REST error body `{error: {message, type,
+ * param, code}}` (all four keys present, nothing else), and optionally checks param/code/type.
+ */
+export async function expectError(
+  res: Response,
+  status: number,
+  want: { param?: string | null; code?: string | null; type?: string; message?: RegExp | string } = {},
+): Promise<RestError["error"]> {
+  const text = await res.text();
+  expect(res.status, `status (body: ${text.slice(0, 300)})`).toBe(status);
+  expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/);
+  const body = JSON.parse(text);
+  expectErrorShape(body);
+  const e = body.error as RestError["error"];
+  if ("param" in want) expect(e.param).toBe(want.param);
+  if ("code" in want) expect(e.code).toBe(want.code);
+  if (want.type !== undefined) expect(e.type).toBe(want.type);
+  if (want.message !== undefined) expect(e.message).toMatch(want.message);
+  return e;
+}
+
+export function expectErrorShape(body: unknown) {
+  expect(body).toBeTypeOf("object");
+  expect(Object.keys(body as object)).toEqual(["error"]);
+  const e = (body as RestError).error;
+  expect(Object.keys(e).sort()).toEqual(["code", "message", "param", "type"]);
+  expect(typeof e.message).toBe("string");
+  expect(e.message.length).toBeGreaterThan(0);
+  expect(typeof e.type).toBe("string");
+  expect(e.param === null || typeof e.param === "string").toBe(true);
+  expect(e.code === null || typeof e.code === "string").toBe(true);
+}
+
+/** Asserts an SDK call rejects with an APIError of `status`; returns the error for more checks. */
+export async function sdkError(p: Promise<unknown>, status: number): Promise<InstanceType<typeof OpenAI.APIError>> {
+  let err: unknown;
+  try {
+    await p;
+  } catch (e) {
+    err = e;
+  }
+  expect(err, "expected the SDK call to fail").toBeInstanceOf(OpenAI.APIError);
+  const e = err as InstanceType<typeof OpenAI.APIError>;
+  expect(e.status).toBe(status);
+  // The SDK exposes the inner error object; all four keys must have been there.
+  expectErrorShape({ error: e.error });
+  return e;
+}
+
+/** The JSON lines of a File's content, read through the SDK; none without a file (a batch's missing output or error file). */
+export async function fileLines(c: OpenAI, fileId: string | null | undefined): Promise<any[]> {
+  return fileId ? parseJsonl(await (await c.files.content(fileId)).text()) : [];
+}
+
+export const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+export const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex");
+export const random = (n: number) => randomBytes(n);
+
+/** Every regular file under `dir` (recursive), as paths relative to it. */
+export function filesUnder(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  const out: string[] = [];
+  const walk = (d: string, rel: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p, join(rel, e.name));
+      else out.push(join(rel, e.name));
+    }
+  };
+  walk(dir, "");
+  return out.sort();
+}
+
+/** Total bytes of every file under `dir`. */
+export function bytesUnder(dir: string): number {
+  return filesUnder(dir).reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+}
+
+/** Names of blob files under <dataDir>/blobs (shard dirs stripped), i.e. the stored blob keys. */
+export function blobKeys(dataDir: string): string[] {
+  return filesUnder(join(dataDir, "blobs")).map((p) => p.split("/").pop()!).sort();
+}
+
+/**
+ * A multipart/form-data body generated on the fly: text fields, then one file part of `size`
+ * bytes produced in chunks of `chunk` (a repeating pattern, so nothing big sits in memory).
+ * `delayMs` between chunks slows the stream down; `onChunk` sees the running byte count.
+ */
+export function generatedMultipart(opts: {
+  fields?: Array<[string, string]>;
+  fileField: string;
+  filename: string;
+  size: number;
+  chunk?: number;
+  delayMs?: number;
+  onChunk?: (sent: number) => void;
+  /** Fields sent after the file part (as the official SDK does with purpose). */
+  after?: Array<[string, string]>;
+}): { contentType: string; stream: ReadableStream<Uint8Array>; length: number } {
+  const boundary = "----atrium-test-" + randomBytes(8).toString("hex");
+  const field = ([k, v]: [string, string]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`;
+  const head = Buffer.from(
+    (opts.fields ?? []).map(field).join("") +
+      `--${boundary}\r\nContent-Disposition: form-data; name="${opts.fileField}"; filename="${opts.filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
+  const tail = Buffer.from(`\r\n` + (opts.after ?? []).map(field).join("") + `--${boundary}--\r\n`);
+  const chunkSize = opts.chunk ?? 1 << 20;
+  // A pattern that never contains the boundary (no '-' bytes, no CR/LF).
+  const pattern = Buffer.alloc(chunkSize);
+  for (let i = 0; i < chunkSize; i++) pattern[i] = 65 + (i % 26);
+  let sent = 0;
+  let stage: "head" | "body" | "tail" | "done" = "head";
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(ctrl) {
+      if (stage === "head") {
+        stage = "body";
+        ctrl.enqueue(new Uint8Array(head));
+        return;
+      }
+      if (stage === "body") {
+        if (sent < opts.size) {
+          if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
+          const n = Math.min(chunkSize, opts.size - sent);
+          // A fresh copy: the consumer may hold on to enqueued chunks.
+          ctrl.enqueue(new Uint8Array(pattern.subarray(0, n)));
+          sent += n;
+          opts.onChunk?.(sent);
+          return;
+        }
+        stage = "tail";
+      }
+      if (stage === "tail") {
+        stage = "done";
+        ctrl.enqueue(new Uint8Array(tail));
+        ctrl.close();
+      }
+    },
+  });
+  return { contentType: `multipart/form-data; boundary=${boundary}`, stream, length: head.length + opts.size + tail.length };
+}
