@@ -38,9 +38,23 @@ async function batchFile(lines: number) {
 }
 const batchDone = (id: string) => pollUntil(() => client.batches.retrieve(id), (b) => ["completed", "failed", "cancelled", "expired"].includes(b.status), `batch ${id}`, { ms: 60_000 });
 
+/** The first row `sql` finds, waiting (briefly) for it to appear. */
+async function jobRow(sql: string, arg: string): Promise<{ id: string }> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const row = db.prepare(sql).get(arg) as { id: string } | undefined;
+    if (row) return row;
+    expect(Date.now(), sql).toBeLessThan(deadline);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 /** Makes the runner give up on a job: its attempts are used up and its lease (if any) has run out. */
 function exhaust(jobId: string) {
-  const r = db.prepare("UPDATE jobs SET attempts = 1000, lease_expires_at = 0 WHERE id = ? AND state IN ('queued', 'running')").run(jobId);
+  // A running job's lease passes to a runner that is gone: the live run can write nothing more.
+  const r = db
+    .prepare("UPDATE jobs SET attempts = 1000, lease_expires_at = 0, lease_owner = CASE WHEN state = 'running' THEN 'gone-runner' ELSE lease_owner END WHERE id = ? AND state IN ('queued', 'running')")
+    .run(jobId);
   expect(r.changes, `job ${jobId}`).toBe(1);
 }
 
@@ -91,5 +105,31 @@ describe("fine-tuning", () => {
     expect(done.error).toMatchObject({ code: "training_failed" });
     const events = (await client.fineTuning.jobs.listEvents(job.id, { limit: 100 })).data;
     expect(events.some((e) => e.level === "error" && /Training could not go on/.test(e.message))).toBe(true);
+  });
+});
+
+describe("vector stores and videos", () => {
+  it("an ingestion the runner gives up on ends its file failed with the run's error", async () => {
+    const store = await client.vectorStores.create({ name: "given-up" });
+    const text = Array.from({ length: 400 }, (_, p) => `Section ${p}. The ledger entry ${p * 7919} was filed on day ${(p % 28) + 1} by the harbour office.`).join("\n\n");
+    const file = await client.files.create({ file: await toFile(Buffer.from(text), "ledger.txt"), purpose: "assistants" });
+    await client.vectorStores.files.create(store.id, { file_id: file.id, chunking_strategy: { type: "static", static: { max_chunk_size_tokens: 100, chunk_overlap_tokens: 0 } } });
+    const { id: jobId } = await jobRow("SELECT id FROM jobs WHERE kind = 'vector_stores.ingest' AND id LIKE ? AND state IN ('queued', 'running')", `%${file.id}%`);
+    exhaust(jobId);
+    const done = await pollUntil(() => client.vectorStores.files.retrieve(file.id, { vector_store_id: store.id }), (f) => f.status !== "in_progress", "file end", { ms: 30_000 });
+    expect(done.status).toBe("failed");
+    expect(done.last_error?.message).toMatch(/gave up/);
+  });
+
+  it("a render the runner gives up on ends its video failed", async () => {
+    // One render at a time: a long one holds the slot, so the next waits queued and is given up on at its claim.
+    const busy = await client.videos.create({ prompt: "A long harbour pan", seconds: "12" });
+    const v = await client.videos.create({ prompt: "A lighthouse at dusk", seconds: "4" });
+    await jobRow("SELECT id FROM jobs WHERE id = ? AND state = 'queued'", `videos.render:${v.id}`);
+    exhaust(`videos.render:${v.id}`);
+    const done = await pollUntil(() => client.videos.retrieve(v.id), (x) => x.status === "completed" || x.status === "failed", "video end", { ms: 60_000 });
+    expect(done.status).toBe("failed");
+    expect(done.error).toMatchObject({ code: expect.any(String), message: expect.stringMatching(/gave up|could not/i) });
+    await pollUntil(() => client.videos.retrieve(busy.id), (x) => x.status === "completed" || x.status === "failed", "the long render", { ms: 120_000 });
   });
 });
