@@ -2,6 +2,7 @@
 // ApiArea.migrations), never from importing the engine.
 import { afterEach, describe, expect, it } from "vitest";
 import { SEARCH_MIGRATION, SEARCH_MIGRATION_ID, SqliteSearchIndex } from "../../../src/engines/search/index.js";
+import { JOBS_MIGRATION } from "../../../src/jobs/sqlite-job-store.js";
 import { vectorStoresArea } from "../../../src/services/vector_stores/index.js";
 import { openSqliteRecordStore, type SqliteRecordStore } from "../../../src/storage/sqlite-records.js";
 
@@ -28,7 +29,8 @@ describe("the search index's schema", () => {
 
   it("is the vector stores area's migration, which the server applies when it opens the store", async () => {
     expect(vectorStoresArea.migrations).toContainEqual(SEARCH_MIGRATION);
-    const store = open(vectorStoresArea.migrations);
+    // As the server opens it: the jobs table first (the area's kind renames rewrite queued jobs).
+    const store = open([JOBS_MIGRATION, ...(vectorStoresArea.migrations ?? [])]);
     expect(hasSearchTables(store)).toBe(true);
     expect(store.appliedMigrations()).toContain(SEARCH_MIGRATION_ID);
     const index = new SqliteSearchIndex(store.db);
