@@ -273,7 +273,12 @@ describe("in the browser", () => {
     await shot("fine-tuning");
   });
 
-  it("videos: create one, watch its progress finish, and play the MP4 in the page", async () => {
+  it("videos: create one, watch its progress finish, and play the MP4 in the page with Range requests", async () => {
+    const media: Array<{ status: number; range: string | undefined; viaWorker: boolean }> = [];
+    const onResponse = (r: import("playwright-core").Response) => {
+      if (r.url().includes("/content?variant=video")) media.push({ status: r.status(), range: r.request().headers().range, viaWorker: r.fromServiceWorker() });
+    };
+    page.on("response", onResponse);
     await go("#/videos");
     await page.getByLabel("Prompt").fill("A red kite over green hills");
     await page.getByLabel("Size").selectOption("1280x720");
@@ -294,6 +299,11 @@ describe("in the browser", () => {
     expect(Math.abs(state.duration - 4)).toBeLessThan(0.2);
     expect(state.time).toBeGreaterThan(0);
     expect([state.width, state.height]).toEqual([1280, 720]);
+    // The element streams the API's URL (no key in it) through the media worker, in byte ranges.
+    expect(await player.evaluate((v: HTMLVideoElement) => new URL(v.currentSrc).pathname)).toMatch(/^\/v1\/videos\/video_\w+\/content$/);
+    expect(media.some((m) => m.viaWorker && m.status === 206 && m.range?.startsWith("bytes="))).toBe(true);
+    expect(media.every((m) => m.status === 200 || m.status === 206)).toBe(true);
+    page.off("response", onResponse);
     await page.getByRole("img", { name: /Thumbnail of/ }).waitFor();
     await expectAccessible();
     await shot("video");

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { blobOf, call, saveBlob, type Page as ListPage } from "../api";
+import { mediaUrl } from "../media";
 import { Bar, ErrorBox, Page, Status, useAction, useLoad, when } from "../ui";
 
 interface Video {
@@ -20,27 +21,29 @@ const SIZES = ["720x1280", "1280x720", "1024x1792", "1792x1024"];
 const SECONDS = ["4", "8", "12"];
 const RUNNING = ["queued", "in_progress"];
 
-/** An object URL for one variant of a video, revoked when the component goes away. */
+/** A URL a media element can load for one variant of a video (see media.ts). */
 function useVariantUrl(id: string, variant: "video" | "thumbnail" | "spritesheet") {
   const [url, setUrl] = useState<string>();
   const [error, setError] = useState<unknown>();
   useEffect(() => {
-    let made: string | undefined;
+    let revoke = () => undefined as void;
     let live = true;
-    blobOf(`/videos/${encodeURIComponent(id)}/content?variant=${variant}`)
-      .then((b) => live && setUrl((made = URL.createObjectURL(b))))
+    mediaUrl(`/videos/${encodeURIComponent(id)}/content?variant=${variant}`)
+      .then((m) => {
+        revoke = m.revoke;
+        if (live) setUrl(m.url);
+        else m.revoke();
+      })
       .catch((e) => live && setError(e));
     return () => {
       live = false;
-      if (made) URL.revokeObjectURL(made);
+      revoke();
     };
   }, [id, variant]);
-  return { url, error };
+  return { url, error, setError };
 }
 
 function Player({ video }: { video: Video }) {
-  // A <video src> cannot carry the Authorization header, so the MP4 is fetched with the key and
-  // played from a blob: URL; the browser seeks inside it.
   const mp4 = useVariantUrl(video.id, "video");
   const thumb = useVariantUrl(video.id, "thumbnail");
   const sprites = useVariantUrl(video.id, "spritesheet");
@@ -50,7 +53,16 @@ function Player({ video }: { video: Video }) {
   return (
     <div class="player">
       <ErrorBox error={mp4.error} />
-      {mp4.url && <video ref={el} src={mp4.url} controls preload="auto" data-testid="video-player" aria-label={`Video ${video.id}`} onTimeUpdate={(e) => setTime(e.currentTarget.currentTime)} />}
+      {mp4.url && <video
+          ref={el}
+          src={mp4.url}
+          controls
+          preload="auto"
+          data-testid="video-player"
+          aria-label={`Video ${video.id}`}
+          onTimeUpdate={(e) => setTime(e.currentTarget.currentTime)}
+          onError={() => mp4.setError(new Error("The video could not be loaded"))}
+        />}
       <label>
         Scrub
         <input type="range" min={0} max={duration} step={0.1} value={time} onInput={(e) => el.current && (el.current.currentTime = Number(e.currentTarget.value))} />
@@ -60,7 +72,7 @@ function Player({ video }: { video: Video }) {
         {sprites.url && <img src={sprites.url} alt={`Spritesheet of ${video.id}`} class="sprites" />}
       </div>
       {mp4.url && (
-        <button type="button" onClick={() => fetch(mp4.url!).then((r) => r.blob()).then((b) => saveBlob(b, `${video.id}.mp4`))}>
+        <button type="button" onClick={() => blobOf(`/videos/${encodeURIComponent(video.id)}/content`).then((b) => saveBlob(b, `${video.id}.mp4`), mp4.setError)}>
           Download MP4
         </button>
       )}
