@@ -80,12 +80,13 @@ export function useAction() {
   return { error, busy, run, setError };
 }
 
-export function Bar({ value, max = 100, label }: { value: number; max?: number; label: string }) {
+/** A progress bar; `percent: false` leaves out the percentage where the value is printed beside it. */
+export function Bar({ value, max = 100, label, percent = true }: { value: number; max?: number; label: string; percent?: boolean }) {
   const pct = max > 0 ? Math.round((100 * value) / max) : 0;
   return (
     <span class="bar">
       <progress value={value} max={max} aria-label={label} />
-      <span class="bar-text">{pct} %</span>
+      {percent && <span class="bar-text">{pct} %</span>}
     </span>
   );
 }

@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { API_KEY, KEYS, startTestServer, tempDir, testConfig, type TestServer } from "../helpers/server.js";
+import { ADMIN_KEY, API_KEY, KEYS, startTestServer, tempDir, testConfig, type TestServer } from "../helpers/server.js";
 import { ensureConsoleBuilt, launchConsoleBrowser, seriousViolations, signIn, type ConsoleBrowser } from "./browser.js";
 
 const SHOTS = process.env.ATRIUM_CONSOLE_SCREENSHOTS;
@@ -105,7 +105,8 @@ describe("served by Atrium", () => {
   });
 });
 
-describe("in the browser", () => {
+// Generous per-test time: under the whole suite the browser, ffmpeg and the models share two cores.
+describe("in the browser", { timeout: 180_000 }, () => {
   it("loads with no key, shows nothing but the sign-in form, and shows a refused key's error with its code", async () => {
     const calls: string[] = [];
     page.on("request", (r) => calls.push(r.url()));
@@ -311,7 +312,7 @@ describe("in the browser", () => {
     await page.locator(".status-completed").first().waitFor();
     await expectAccessible();
     await shot("videos");
-  }, 120_000);
+  });
 
   it("containers: create, upload a file, see the expiry countdown", async () => {
     await go("#/containers");
@@ -386,6 +387,38 @@ describe("in the browser", () => {
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
   });
 
+  it("an admin key picks a project, and shares a checkpoint with another project", async () => {
+    const form = new FormData();
+    form.append("purpose", "assistants");
+    form.append("file", new Blob(["b"]), "only-in-project-b.txt");
+    expect((await api("/files", { method: "POST", body: form, key: KEYS.projectB })).status).toBe(200);
+
+    await page.evaluate(() => sessionStorage.clear());
+    await page.goto(`${s.url}/console/`);
+    await page.getByLabel("API key").fill(ADMIN_KEY);
+    await page.getByLabel(/^Project/).fill("proj_nowhere");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByTestId("api-error").waitFor();
+    expect(await page.getByTestId("api-error").locator('[data-field="code"]').textContent()).toBe("mismatched_project");
+
+    await signIn(page, s.url, ADMIN_KEY, "proj_b");
+    await go("#/files");
+    await page.locator(".filerow", { hasText: "only-in-project-b.txt" }).waitFor();
+    expect(await page.locator(".filerow", { hasText: "whales-2024.txt" }).count()).toBe(0);
+    expect(await page.locator(".top .who").textContent()).toBe("project proj_b");
+    await page.getByRole("button", { name: "Sign out" }).click();
+
+    await signIn(page, s.url, ADMIN_KEY, "proj_default");
+    await go("#/fine-tuning");
+    await page.locator("tbody a").first().click();
+    await page.getByRole("button", { name: "Permissions" }).first().click();
+    await page.getByLabel("Share with project").fill("proj_b");
+    await page.getByRole("button", { name: "Grant (admin)" }).click();
+    await page.locator(".permissions li", { hasText: "proj_b" }).waitFor();
+    await expectAccessible();
+    await page.getByRole("button", { name: "Sign out" }).click();
+  });
+
   it("files: 1,500 files page in as the list scrolls, with only the visible rows in the DOM", async () => {
     // A server of its own without rate limits: the files area's upload rule would refuse this burst.
     const bulk = await startTestServer({ env: { ATRIUM_RATE_LIMITS: "off" } });
@@ -416,5 +449,5 @@ describe("in the browser", () => {
     } finally {
       await bulk.stop();
     }
-  }, 120_000);
+  });
 });

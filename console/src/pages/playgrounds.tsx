@@ -102,7 +102,7 @@ function Moderation() {
                 <tr key={k} class={result.categories[k] ? "flagged" : ""}>
                   <td>{k}</td>
                   <td>
-                    <Bar value={Math.round(v * 1000)} max={1000} label={`Score of ${k}`} /> {v.toFixed(4)}
+                    <Bar value={Math.round(v * 1000)} max={1000} label={`Score of ${k}`} percent={false} /> {v.toFixed(4)}
                   </td>
                 </tr>
               ))}
