@@ -133,7 +133,7 @@ export function saveBlob(blob: Blob, name: string) {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-/** The operator endpoints: text as served, an error for a non-2xx answer. */
+/** An operator endpoint's status and text as served (no key: they need none by default). */
 export async function operator(path: "/metrics" | "/readyz" | "/openapi.json"): Promise<{ status: number; text: string }> {
   const res = await fetch(path);
   return { status: res.status, text: await res.text() };

@@ -123,3 +123,28 @@ export function Page({ title, children, actions }: { title: string; children: Co
 export function Status({ value }: { value: string | null | undefined }) {
   return <span class={`status status-${value ?? "none"}`}>{value ?? "—"}</span>;
 }
+
+export function TableHead({ columns }: { columns: string[] }) {
+  return (
+    <thead>
+      <tr>
+        {columns.map((c, i) => (
+          <th key={i} scope="col">
+            {c}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
+/** `<option>`s whose text is their value. */
+export function Options({ values }: { values: readonly string[] }) {
+  return (
+    <>
+      {values.map((v) => (
+        <option key={v}>{v}</option>
+      ))}
+    </>
+  );
+}

@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { blobOf, call, saveBlob, type Page as ListPage } from "../api";
 import { uploadFile } from "../upload";
-import { Bar, ErrorBox, Page, Status, useAction, useLoad, when } from "../ui";
+import { Bar, ErrorBox, Options, Page, Status, TableHead, useAction, useLoad, when } from "../ui";
 
 interface Batch {
   id: string;
@@ -42,9 +42,7 @@ export function Batches() {
         <label>
           Endpoint
           <select name="endpoint" value={endpoint} onChange={(e) => setEndpoint(e.currentTarget.value)}>
-            {ENDPOINTS.map((p) => (
-              <option key={p}>{p}</option>
-            ))}
+            <Options values={ENDPOINTS} />
           </select>
         </label>
         <button type="submit" disabled={!file || action.busy}>
@@ -53,16 +51,7 @@ export function Batches() {
       </form>
       <ErrorBox error={action.error ?? batches.error} />
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Batch</th>
-            <th scope="col">Endpoint</th>
-            <th scope="col">Status</th>
-            <th scope="col">Progress</th>
-            <th scope="col">Created</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
+        <TableHead columns={["Batch", "Endpoint", "Status", "Progress", "Created", "Actions"]} />
         <tbody>
           {batches.data?.data.map((b) => {
             const c = b.request_counts;

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { blobOf, call, saveBlob, type Page as ListPage } from "../api";
-import { ErrorBox, Page, Status, bytes, useAction, useLoad, when } from "../ui";
+import { ErrorBox, Page, Status, TableHead, bytes, useAction, useLoad, when } from "../ui";
 
 interface Container {
   id: string;
@@ -68,15 +68,7 @@ function ContainerDetail({ id }: { id: string }) {
         <input type="file" multiple onChange={(e) => void upload(e.currentTarget.files)} />
       </label>
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Path</th>
-            <th scope="col">Size</th>
-            <th scope="col">Source</th>
-            <th scope="col">Created</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
+        <TableHead columns={["Path", "Size", "Source", "Created", "Actions"]} />
         <tbody>
           {files.data?.data.map((f) => (
             <tr key={f.id}>
@@ -127,16 +119,7 @@ export function Containers({ route }: { route: string[] }) {
       </form>
       <ErrorBox error={action.error ?? containers.error} />
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">ID</th>
-            <th scope="col">Status</th>
-            <th scope="col">Expires in</th>
-            <th scope="col">Created</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
+        <TableHead columns={["Name", "ID", "Status", "Expires in", "Created", "Actions"]} />
         <tbody>
           {containers.data?.data.map((c) => (
             <tr key={c.id}>

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { VList, type VListHandle } from "virtua";
 import { blobOf, call, saveBlob, type Page as ListPage } from "../api";
 import { uploadFile, type UploadProgress } from "../upload";
-import { Bar, ErrorBox, Page, Status, bytes, useAction, when } from "../ui";
+import { Bar, ErrorBox, Options, Page, Status, bytes, useAction, when } from "../ui";
 
 export interface FileObject {
   id: string;
@@ -115,9 +115,7 @@ export function Files() {
         <label>
           Purpose
           <select value={uploadPurpose} onChange={(e) => setUploadPurpose(e.currentTarget.value)}>
-            {PURPOSES.map((p) => (
-              <option key={p}>{p}</option>
-            ))}
+            <Options values={PURPOSES} />
           </select>
         </label>
         <label>
@@ -136,9 +134,7 @@ export function Files() {
           Filter by purpose
           <select value={purpose} onChange={(e) => setPurpose(e.currentTarget.value)}>
             <option value="">all</option>
-            {PURPOSES.map((p) => (
-              <option key={p}>{p}</option>
-            ))}
+            <Options values={PURPOSES} />
           </select>
         </label>
         <span data-testid="file-count">

@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { call, type Page as ListPage } from "../api";
 import { LineChart } from "../chart";
 import { uploadFile } from "../upload";
-import { ErrorBox, Page, Status, useAction, useLoad, when } from "../ui";
+import { ErrorBox, Options, Page, Status, TableHead, useAction, useLoad, when } from "../ui";
 
 interface Job {
   id: string;
@@ -69,6 +69,7 @@ function Permissions({ checkpoint }: { checkpoint: string }) {
 
 function JobDetail({ id }: { id: string }) {
   const job = useLoad(() => call<Job>(`/fine_tuning/jobs/${encodeURIComponent(id)}`), [id], { pollMs: 1000, keepPolling: (j) => ACTIVE.includes(j.status) });
+  // Each poll of the job (every second while it is active) brings a new object: the events follow it.
   const events = useLoad(async () => {
     const all: JobEvent[] = [];
     let after: string | undefined;
@@ -78,7 +79,7 @@ function JobDetail({ id }: { id: string }) {
       if (!page.has_more || !page.data.length) return all;
       after = page.data[page.data.length - 1]!.id;
     }
-  }, [id, job.data?.status, job.data?.trained_tokens, job.data && ACTIVE.includes(job.data.status) ? Math.floor(Date.now() / 1000) : 0]);
+  }, [id, job.data]);
   const checkpoints = useLoad(() => call<ListPage<Checkpoint>>(`/fine_tuning/jobs/${encodeURIComponent(id)}/checkpoints`), [id, job.data?.status]);
   const [open, setOpen] = useState<string>();
   const action = useAction();
@@ -214,9 +215,7 @@ export function FineTuning({ route }: { route: string[] }) {
         <label>
           Base model
           <select name="model" value={model} onChange={(e) => setModel(e.currentTarget.value)}>
-            {MODELS.map((m) => (
-              <option key={m}>{m}</option>
-            ))}
+            <Options values={MODELS} />
           </select>
         </label>
         <button type="submit" disabled={!file || action.busy}>
@@ -225,15 +224,7 @@ export function FineTuning({ route }: { route: string[] }) {
       </form>
       <ErrorBox error={action.error ?? jobs.error} />
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Job</th>
-            <th scope="col">Model</th>
-            <th scope="col">Status</th>
-            <th scope="col">Fine-tuned model</th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
+        <TableHead columns={["Job", "Model", "Status", "Fine-tuned model", "Created"]} />
         <tbody>
           {jobs.data?.data.map((j) => (
             <tr key={j.id}>

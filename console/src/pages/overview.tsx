@@ -1,5 +1,5 @@
 import { call, operator, type Page as ListPage } from "../api";
-import { ErrorBox, Page, bytes, useLoad } from "../ui";
+import { ErrorBox, Page, TableHead, bytes, useLoad } from "../ui";
 
 interface Sample {
   name: string;
@@ -106,13 +106,7 @@ export function Overview() {
       {metrics.data && metrics.data.status !== 200 && <p>/metrics answered {metrics.data.status}: {metrics.data.text}</p>}
       <ErrorBox error={metrics.error} />
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Area</th>
-            <th scope="col">Requests</th>
-            <th scope="col">Errors</th>
-          </tr>
-        </thead>
+        <TableHead columns={["Area", "Requests", "Errors"]} />
         <tbody>
           {[...perArea].sort(([a], [b]) => a.localeCompare(b)).map(([area, r]) => (
             <tr key={area}>
@@ -125,15 +119,7 @@ export function Overview() {
       </table>
       <h2>Job queue</h2>
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Kind</th>
-            <th scope="col">Queued</th>
-            <th scope="col">Running</th>
-            <th scope="col">Runs</th>
-            <th scope="col">Mean duration</th>
-          </tr>
-        </thead>
+        <TableHead columns={["Kind", "Queued", "Running", "Runs", "Mean duration"]} />
         <tbody>
           {[...new Set([...jobs.map((j) => j.labels.kind ?? "?"), ...durations.keys()])].sort().map((kind) => {
             const d = durations.get(kind);

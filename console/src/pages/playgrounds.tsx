@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { call } from "../api";
-import { Bar, ErrorBox, Page, useAction } from "../ui";
+import { Bar, ErrorBox, Page, TableHead, useAction } from "../ui";
 
 function dataUrl(file: File): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -91,12 +91,7 @@ function Moderation() {
         <>
           <p data-testid="flagged">{result.flagged ? "Flagged" : "Not flagged"}</p>
           <table>
-            <thead>
-              <tr>
-                <th scope="col">Category</th>
-                <th scope="col">Score</th>
-              </tr>
-            </thead>
+            <TableHead columns={["Category", "Score"]} />
             <tbody>
               {Object.entries(result.category_scores as Record<string, number>).map(([k, v]) => (
                 <tr key={k} class={result.categories[k] ? "flagged" : ""}>

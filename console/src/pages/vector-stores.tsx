@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { call, type Page as ListPage } from "../api";
-import { ErrorBox, Page, Status, bytes, useAction, useLoad, when } from "../ui";
+import { ErrorBox, Options, Page, Status, TableHead, bytes, useAction, useLoad, when } from "../ui";
 import type { FileObject } from "./files";
 
 interface VectorStore {
@@ -59,9 +59,7 @@ function FilterEditor({ node, onChange, onRemove, path }: { node: FilterNode; on
             else onChange(toCompound ? { type: t as "and", filters: [node] } : { type: t as "eq", key: "", value: "" });
           }}
         >
-          {[...COMPARISONS, ...COMPOUNDS].map((t) => (
-            <option key={t}>{t}</option>
-          ))}
+          <Options values={[...COMPARISONS, ...COMPOUNDS]} />
         </select>
       </label>
       {"key" in node ? (
@@ -240,15 +238,7 @@ function StoreDetail({ id }: { id: string }) {
       <ErrorBox error={action.error} />
       <table>
         <caption>Files in this store</caption>
-        <thead>
-          <tr>
-            <th scope="col">File</th>
-            <th scope="col">Status</th>
-            <th scope="col">Size</th>
-            <th scope="col">Attributes</th>
-            <th scope="col">Error</th>
-          </tr>
-        </thead>
+        <TableHead columns={["File", "Status", "Size", "Attributes", "Error"]} />
         <tbody>
           {files.data?.data.map((f) => (
             <tr key={f.id} data-testid="vs-file">
@@ -291,16 +281,7 @@ export function VectorStores({ route }: { route: string[] }) {
       </form>
       <ErrorBox error={action.error ?? stores.error} />
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">ID</th>
-            <th scope="col">Status</th>
-            <th scope="col">Files</th>
-            <th scope="col">Size</th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
+        <TableHead columns={["Name", "ID", "Status", "Files", "Size", "Created"]} />
         <tbody>
           {stores.data?.data.map((s) => (
             <tr key={s.id}>

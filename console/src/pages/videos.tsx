@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { blobOf, call, saveBlob, type Page as ListPage } from "../api";
 import { mediaUrl } from "../media";
-import { Bar, ErrorBox, Page, Status, useAction, useLoad, when } from "../ui";
+import { Bar, ErrorBox, Options, Page, Status, TableHead, useAction, useLoad, when } from "../ui";
 
 interface Video {
   id: string;
@@ -105,9 +105,7 @@ function VideoDetail({ id }: { id: string }) {
             <label>
               Extension seconds
               <select name="seconds" value={seconds} onChange={(e) => setSeconds(e.currentTarget.value)}>
-                {["4", "8", "12", "16", "20"].map((s) => (
-                  <option key={s}>{s}</option>
-                ))}
+                <Options values={["4", "8", "12", "16", "20"]} />
               </select>
             </label>
             <button type="button" disabled={v.status !== "completed" || !prompt} onClick={() => action.run(() => call<Video>(`/videos/${encodeURIComponent(id)}/remix`, { json: { prompt } })).then(go)}>
@@ -216,25 +214,19 @@ export function Videos({ route }: { route: string[] }) {
         <label>
           Model
           <select name="model" value={model} onChange={(e) => setModel(e.currentTarget.value)}>
-            {MODELS.map((m) => (
-              <option key={m}>{m}</option>
-            ))}
+            <Options values={MODELS} />
           </select>
         </label>
         <label>
           Size
           <select name="size" value={size} onChange={(e) => setSize(e.currentTarget.value)}>
-            {SIZES.map((m) => (
-              <option key={m}>{m}</option>
-            ))}
+            <Options values={SIZES} />
           </select>
         </label>
         <label>
           Seconds
           <select name="seconds" value={seconds} onChange={(e) => setSeconds(e.currentTarget.value)}>
-            {SECONDS.map((m) => (
-              <option key={m}>{m}</option>
-            ))}
+            <Options values={SECONDS} />
           </select>
         </label>
         <label>
@@ -247,15 +239,7 @@ export function Videos({ route }: { route: string[] }) {
       </form>
       <ErrorBox error={action.error ?? videos.error} />
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Video</th>
-            <th scope="col">Prompt</th>
-            <th scope="col">Status</th>
-            <th scope="col">Progress</th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
+        <TableHead columns={["Video", "Prompt", "Status", "Progress", "Created"]} />
         <tbody>
           {videos.data?.data.map((v) => (
             <tr key={v.id}>
