@@ -4,7 +4,7 @@
 //   - gRPC server reflection v1 and v1alpha (reflection.ts);
 //   - graceful shutdown (shutdown.ts).
 // Environment: ATRIUM_METRICS (on|off, default on), ATRIUM_METRICS_TOKEN, ATRIUM_RATE_LIMITS
-// (on|off, default on), ATRIUM_REDIS_URL, ATRIUM_STORAGE_LIMIT_BYTES, ATRIUM_SHUTDOWN_GRACE_MS.
+// (on|off, default on), ATRIUM_CONSOLE (on|off, default on), ATRIUM_REDIS_URL, ATRIUM_STORAGE_LIMIT_BYTES, ATRIUM_SHUTDOWN_GRACE_MS.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
@@ -16,6 +16,7 @@ import { CallLimits, ProjectStorage, openRateLimits } from "../limits/index.js";
 import { DEFAULT_RATE_LIMIT_HEADERS, type RateLimits } from "../limits/rate-limits.js";
 import type { MultipartShape } from "../transport/rest/multipart.js";
 import type { BlobStore, RecordStore } from "../storage/types.js";
+import { installConsole } from "./console.js";
 import { installReadiness } from "./health.js";
 import { Metrics } from "./metrics.js";
 import { generateOpenApi } from "./openapi.js";
@@ -32,6 +33,8 @@ export interface OperabilityEnv {
   /** ATRIUM_SHUTDOWN_GRACE_MS: how long shutdown waits for requests in flight (default 10000). */
   shutdownGraceMs: number;
   limits: LimitsEnv;
+  /** ATRIUM_CONSOLE: "on" (default) serves the web console at /console/; "off" serves none. */
+  console: boolean;
 }
 
 function onOff(env: Env, name: string): boolean {
@@ -50,6 +53,7 @@ export function operabilityEnv(env: Env): OperabilityEnv {
     metricsToken: env.ATRIUM_METRICS_TOKEN || undefined,
     shutdownGraceMs,
     limits: limitsEnv(env),
+    console: onOff(env, "ATRIUM_CONSOLE"),
   };
 }
 
@@ -109,6 +113,7 @@ export class Operability {
     app.get("/openapi.json", (_req, reply) => {
       reply.type("application/json").send(doc);
     });
+    if (this.env.console) installConsole(app);
   }
 
   /** Services served over Connect/gRPC only, outside the auth wrapper: server reflection. */
