@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN_KEY, API_KEY, KEYS, startTestServer, tempDir, testConfig, type TestServer } from "../helpers/server.js";
+import { ADMIN_KEY, API_KEY, KEYS, startTestServer, tempDir, testConfig, type TestServer } from "../shared/server.js";
 import { ensureConsoleBuilt, launchConsoleBrowser, seriousViolations, signIn, type ConsoleBrowser } from "./browser.js";
 
 const SHOTS = process.env.ATRIUM_CONSOLE_SCREENSHOTS;
