@@ -14,7 +14,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Readable } from "node:stream";
 import { newId } from "../../common/ids.js";
 import { runGrader, type GraderEngineDeps } from "../../engines/graders/index.js";
-import { PermanentJobError, type JobContext, type JobHandler, type KindOptions } from "../../jobs/runner.js";
+import { PermanentJobError, type JobContext, type JobHandler, type KindOptions } from "../../jobs/handler.js";
 import type { Job } from "../../jobs/types.js";
 import { VersionConflict, type RecordStore, type Scope, type StoredRecord, type WriteOp } from "../../storage/types.js";
 import type { Clock } from "../deps.js";

@@ -11,7 +11,7 @@ import { buffer } from "node:stream/consumers";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { inspectImage } from "../../engines/media/image.js";
-import type { JobContext, JobHandler, KindOptions } from "../../jobs/runner.js";
+import type { JobContext, JobHandler, KindOptions } from "../../jobs/handler.js";
 import type { Job } from "../../jobs/types.js";
 import { ProviderUnavailable, type Providers } from "../../providers/registry.js";
 import type { VideoProvider, VideoRender, VideoRenderRequest } from "../../providers/types.js";
