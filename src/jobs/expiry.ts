@@ -16,7 +16,8 @@
 import type { Logger } from "pino";
 import type { RecordStore, Scope, StoredRecord } from "../storage/types.js";
 import type { Job } from "./types.js";
-import type { JobContext, JobRunner, KindOptions } from "./runner.js";
+import type { JobContext, KindOptions } from "./handler.js";
+import type { JobRunner } from "./runner.js";
 
 export interface TimerData {
   /** The record the timer is about. */

@@ -1,16 +1,8 @@
 // The durable job runner (runner.ts explains the model) and what is built on it.
-export {
-  backoffDelay,
-  JobAborted,
-  JobRunner,
-  PermanentJobError,
-  type AbortWhy,
-  type FinishedListener,
-  type JobContext,
-  type JobHandler,
-  type JobRunnerOptions,
-  type KindOptions,
-} from "./runner.js";
+export { JobRunner, type JobRunnerOptions } from "./runner.js";
+export { backoffDelay } from "./run.js";
+export { JobAborted, PermanentJobError, type AbortWhy, type JobContext, type JobHandler, type KindOptions } from "./handler.js";
+export { type FinishedListener } from "./finished-listeners.js";
 export { SqliteJobStore } from "./sqlite-job-store.js";
 export { TERMINAL_STATES, type ClaimResult, type Job, type JobState, type JobStore, type LeaseStatus, type NewJob, type RunEnd } from "./types.js";
 export {

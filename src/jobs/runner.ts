@@ -33,76 +33,11 @@
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { newId } from "../common/ids.js";
-import type { Scope, WriteOp } from "../storage/types.js";
-import { TERMINAL_STATES, type Job, type JobStore, type LeaseStatus, type RunEnd, type RunEnding } from "./types.js";
-
-/**
- * Throw it from a handler for an error that retrying cannot fix (bad payload, missing input): the
- * job fails at once, with this message as its last error.
- */
-export class PermanentJobError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "PermanentJobError";
-  }
-}
-
-/** Why a run's signal aborted. */
-export type AbortWhy = "cancelled" | "shutdown" | "lease-lost";
-
-/**
- * The `reason` of an aborted `ctx.signal`, and what `ctx.progress`/`ctx.checkpoint`/`ctx.complete`
- * throw once the run may no longer write. On "shutdown" the job is left to be resumed (a handler
- * should just return or throw promptly); on "cancelled" it ends cancelled; on "lease-lost" another
- * run owns it now.
- */
-export class JobAborted extends Error {
-  constructor(readonly why: AbortWhy) {
-    super(why === "cancelled" ? "job cancelled" : why === "shutdown" ? "runner shutting down" : "job lease lost");
-    this.name = "JobAborted";
-  }
-}
-
-export interface JobContext<P = unknown, C = unknown, R = unknown> {
-  job: {
-    id: string;
-    kind: string;
-    scope: Scope;
-    payload: P;
-    /** 1 for the first run; a run ended by shutdown does not count, one whose runner died does. */
-    attempt: number;
-    /** As last saved (by this run or an earlier one); undefined before the first checkpoint. */
-    checkpoint: C | undefined;
-  };
-  signal: AbortSignal;
-  /** Persists a progress value (for status reads); throws JobAborted if the run lost the job. */
-  progress(value: unknown): Promise<void>;
-  /**
-   * Persists `state` as the checkpoint and applies `ops` in the same transaction, only while this
-   * run holds the job and no cancel was requested; otherwise writes nothing and throws JobAborted.
-   * A failing op (VersionConflict, DuplicateRecord) throws and writes nothing.
-   */
-  checkpoint(state: C, ops?: WriteOp[]): Promise<void>;
-  /**
-   * Ends the job as succeeded with `result`, applying `ops` in the same transaction (same rules as
-   * checkpoint). For handlers whose final writes must commit with the success; after it the
-   * handler should return (its return value and any later error are ignored).
-   */
-  complete(result: R, ops?: WriteOp[]): Promise<void>;
-}
-
-export type JobHandler<P = unknown, R = unknown, C = unknown> = (ctx: JobContext<P, C, R>) => Promise<R>;
-
-export interface KindOptions {
-  /** Runs of this kind at once in this runner. Default 1. */
-  concurrency?: number;
-  /** Runs before the job fails (each transient failure or runner crash counts). Default 5. */
-  maxAttempts?: number;
-  /** Delay before retry n: min(maxMs, baseMs·2^(n-1)), jittered to between half and all of it. */
-  backoff?: { baseMs: number; maxMs: number };
-  /** How long a run holds the job without a heartbeat. Default 30 s. */
-  leaseMs?: number;
-}
+import type { Scope } from "../storage/types.js";
+import { FinishedListeners, type FinishedListener } from "./finished-listeners.js";
+import { PermanentJobError, type JobHandler, type KindOptions } from "./handler.js";
+import { abortRun, backoffDelay, newKind, runContext, type Kind, type Run, type RunWrites } from "./run.js";
+import { TERMINAL_STATES, type Job, type JobStore, type RunEnd, type RunEnding } from "./types.js";
 
 export interface JobRunnerOptions {
   /** Clock in milliseconds, for run_after, leases and backoff. Default Date.now. */
@@ -116,34 +51,6 @@ export interface JobRunnerOptions {
   /** Names this runner in lease owners (debugging). Default host:pid:random. */
   name?: string;
   log?: Pick<Logger, "error" | "warn">;
-}
-
-export type FinishedListener = (job: Job) => void | Promise<void>;
-
-interface Kind {
-  name: string;
-  handler: JobHandler<any, any, any>;
-  concurrency: number;
-  maxAttempts: number;
-  backoff: { baseMs: number; maxMs: number };
-  leaseMs: number;
-  running: number;
-  /** False once a claim came back short; set again by anything that may have added work. */
-  mayHaveWork: boolean;
-}
-
-interface Run {
-  job: Job;
-  kind: Kind;
-  /** The claim token every write of this run is fenced with. */
-  owner: string;
-  controller: AbortController;
-  heartbeat: NodeJS.Timeout;
-  /** Set when ctx.complete() ended the job. */
-  ended: boolean;
-  /** Why the signal aborted. A shutdown can later turn into a cancel or a lost lease, never back. */
-  aborted: AbortWhy | undefined;
-  done: Promise<void>;
 }
 
 const CLAIM_BATCH = 64;
@@ -160,7 +67,8 @@ export class JobRunner {
   private readonly log: Pick<Logger, "error" | "warn">;
 
   private readonly kinds = new Map<string, Kind>();
-  private readonly listeners = new Map<string, FinishedListener[]>();
+  private readonly listeners: FinishedListeners;
+  private readonly runWrites: RunWrites;
   private readonly runs = new Map<string, Run>();
   private claimCount = 0;
   /** Ends of runs not yet written: runs that end in the same turn of the event loop share a commit. */
@@ -187,23 +95,15 @@ export class JobRunner {
     this.retainFinishedMs = opts.retainFinishedMs ?? 7 * 24 * 3600_000;
     this.name = opts.name ?? `${hostname()}:${process.pid}:${newId("").slice(0, 6)}`;
     this.log = opts.log ?? silentLog;
+    this.listeners = new FinishedListeners(store, this.log);
+    this.runWrites = { store, now: () => this.now(), endRun: (run, end) => this.endRun(run, end) };
   }
 
   // ---- set-up ----
 
   register<P = unknown, R = unknown, C = unknown>(kind: string, handler: JobHandler<P, R, C>, opts: KindOptions = {}): void {
     if (this.kinds.has(kind)) throw new Error(`job kind ${kind} registered twice`);
-    const k: Kind = {
-      name: kind,
-      handler,
-      concurrency: positive(opts.concurrency ?? 1, "concurrency"),
-      maxAttempts: positive(opts.maxAttempts ?? 5, "maxAttempts"),
-      backoff: opts.backoff ?? { baseMs: 1000, maxMs: 5 * 60_000 },
-      leaseMs: positive(opts.leaseMs ?? 30_000, "leaseMs"),
-      running: 0,
-      mayHaveWork: true,
-    };
-    this.kinds.set(kind, k);
+    this.kinds.set(kind, newKind(kind, handler, opts));
     this.schedulePump();
   }
 
@@ -214,9 +114,7 @@ export class JobRunner {
    * start() with a listener for the kind calls them again. Register listeners before start().
    */
   onFinished(kind: string, listener: FinishedListener): void {
-    const list = this.listeners.get(kind) ?? [];
-    list.push(listener);
-    this.listeners.set(kind, list);
+    this.listeners.add(kind, listener);
   }
 
   // ---- the queue ----
@@ -255,9 +153,9 @@ export class JobRunner {
   async cancel(id: string): Promise<Job | undefined> {
     const outcome = await this.store.cancel(id, this.now(), (kind) => this.listeners.has(kind));
     if (!outcome) return undefined;
-    if (outcome.effect === "cancelled") await this.deliver(outcome.job);
+    if (outcome.effect === "cancelled") await this.listeners.deliver(outcome.job);
     const run = this.runs.get(id);
-    if (run && outcome.job.cancelRequested) this.abort(run, "cancelled");
+    if (run && outcome.job.cancelRequested) abortRun(run, "cancelled");
     return outcome.job;
   }
 
@@ -276,7 +174,7 @@ export class JobRunner {
     for (const k of this.kinds.values()) k.mayHaveWork = true;
     this.pollTimer = setInterval(() => this.onPoll(), this.pollMs);
     this.pollTimer.unref();
-    void this.redeliverNotifications();
+    void this.listeners.redeliver();
     this.schedulePump();
   }
 
@@ -296,7 +194,7 @@ export class JobRunner {
     this.wakeAt = Infinity;
     await this.pumping;
     const runs = [...this.runs.values()];
-    for (const run of runs) this.abort(run, "shutdown");
+    for (const run of runs) abortRun(run, "shutdown");
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.shutdownGraceMs)));
     await Promise.race([Promise.all(runs.map((r) => r.done)), grace]);
@@ -433,7 +331,7 @@ export class JobRunner {
           break;
         }
         if (claimed.length < limit) kind.mayHaveWork = false;
-        for (const job of cancelled) void this.deliver(job);
+        for (const job of cancelled) void this.listeners.deliver(job);
         for (const job of claimed) this.launch(kind, job, owner);
       }
     }
@@ -475,7 +373,7 @@ export class JobRunner {
     }
     let outcome: { ok: true; result: unknown } | { ok: false; error: unknown };
     try {
-      outcome = { ok: true, result: await kind.handler(this.context(run)) };
+      outcome = { ok: true, result: await kind.handler(runContext(run, this.runWrites)) };
     } catch (error) {
       outcome = { ok: false, error };
     }
@@ -524,7 +422,7 @@ export class JobRunner {
     }
     run.job = job;
     if (job.state === "queued") this.wakeForJob(job);
-    else await this.deliver(job);
+    else await this.listeners.deliver(job);
     return true;
   }
 
@@ -542,89 +440,14 @@ export class JobRunner {
     }
   }
 
-  private context(run: Run): JobContext<any, any, any> {
-    const { job } = run;
-    const signal = run.controller.signal;
-    const ctx: JobContext<any, any, any> = {
-      job: {
-        id: job.id,
-        kind: job.kind,
-        scope: job.scope,
-        payload: job.payload,
-        attempt: job.attempts,
-        checkpoint: job.checkpoint ?? undefined,
-      },
-      signal,
-      progress: async (value) => {
-        this.throwIfAborted(run);
-        this.onLeaseStatus(run, await this.store.saveProgress(job.id, run.owner, value, this.now()));
-      },
-      checkpoint: async (state, ops = []) => {
-        this.throwIfAborted(run);
-        this.onLeaseStatus(run, await this.store.saveCheckpoint(job.id, run.owner, state, ops, this.now()));
-        ctx.job.checkpoint = state;
-      },
-      complete: async (result, ops = []) => {
-        this.throwIfAborted(run);
-        if (run.ended) throw new Error("complete() called twice");
-        const ended = await this.endRun(run, { state: "succeeded", result: result ?? null, ops });
-        if (!ended) this.onLeaseStatus(run, "lost");
-        run.ended = true;
-        if (run.job.state === "cancelled") throw this.abort(run, "cancelled");
-      },
-    };
-    return ctx;
-  }
-
-  private throwIfAborted(run: Run): void {
-    // Shutdown asks the handler to stop, but its lease still holds: its writes remain valid.
-    if (run.aborted && run.aborted !== "shutdown") throw new JobAborted(run.aborted);
-  }
-
-  private onLeaseStatus(run: Run, status: LeaseStatus): void {
-    if (status === "held") return;
-    throw this.abort(run, status === "lost" ? "lease-lost" : "cancelled");
-  }
-
-  /** Aborts the run's signal (the first reason is the one the handler sees) and returns the error to throw. */
-  private abort(run: Run, why: AbortWhy): JobAborted {
-    if (!run.aborted || run.aborted === "shutdown") run.aborted = why;
-    const reason = new JobAborted(run.aborted);
-    if (!run.controller.signal.aborted) run.controller.abort(reason);
-    return reason;
-  }
-
   private async heartbeat(run: Run): Promise<void> {
     if (run.ended || this.runs.get(run.job.id) !== run) return;
     try {
       const status = await this.store.renew(run.job.id, run.owner, this.now() + run.kind.leaseMs);
-      if (status !== "held") this.abort(run, status === "lost" ? "lease-lost" : "cancelled");
+      if (status !== "held") abortRun(run, status === "lost" ? "lease-lost" : "cancelled");
     } catch (err) {
       // A failed renewal is not a lost lease; the next beat tries again.
       this.log.warn({ err, jobId: run.job.id }, "renewing a job lease failed");
-    }
-  }
-
-  // ---- finished-listeners ----
-
-  private async deliver(job: Job): Promise<void> {
-    const list = this.listeners.get(job.kind);
-    if (!list) return;
-    try {
-      for (const listener of list) await listener(job);
-      await this.store.ackNotification(job.id);
-    } catch (err) {
-      this.log.error({ err, jobId: job.id, kind: job.kind }, "job finished-listener failed; it is called again at the next start");
-    }
-  }
-
-  private async redeliverNotifications(): Promise<void> {
-    const kinds = [...this.listeners.keys()];
-    if (!kinds.length) return;
-    try {
-      for (const job of await this.store.pendingNotifications(kinds, 10_000)) await this.deliver(job);
-    } catch (err) {
-      this.log.error({ err }, "redelivering job notifications failed");
     }
   }
 
@@ -657,19 +480,8 @@ export class JobRunner {
   }
 }
 
-/** Exponential with "equal jitter": between half and all of min(maxMs, baseMs·2^(attempt-1)). */
-export function backoffDelay(backoff: { baseMs: number; maxMs: number }, attempt: number): number {
-  const full = Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(full / 2 + (Math.random() * full) / 2);
-}
-
 function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-function positive(n: number, what: string): number {
-  if (!Number.isInteger(n) || n < 1) throw new RangeError(`${what} must be a positive integer, got ${n}`);
-  return n;
 }
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {

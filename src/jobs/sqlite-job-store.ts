@@ -101,6 +101,37 @@ function toJob(r: Row): Job {
 /** Sets for leaving the running state: the lease goes with it. */
 const UNLEASE = "lease_owner = NULL, lease_expires_at = NULL";
 
+// Claims. Queued jobs: oldest due first; ties in enqueue order (seq).
+const CLAIM_QUEUED_SQL = `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = :owner,
+     lease_expires_at = :leaseUntil, updated_at = :now
+   WHERE seq IN (SELECT seq FROM jobs WHERE kind = :kind AND state = 'queued' AND run_after <= :now
+                 ORDER BY run_after, seq LIMIT :limit)
+   RETURNING ${COLS}`;
+const CLAIM_EXPIRED_SQL = `UPDATE jobs SET attempts = attempts + 1, lease_owner = :owner, lease_expires_at = :leaseUntil, updated_at = :now
+   WHERE seq IN (SELECT seq FROM jobs WHERE kind = :kind AND state = 'running' AND lease_expires_at <= :now
+                   AND cancel_requested = 0
+                 ORDER BY lease_expires_at LIMIT :limit)
+   RETURNING ${COLS}`;
+const CANCEL_ABANDONED_SQL = `UPDATE jobs SET state = 'cancelled', ${UNLEASE}, finished_at = :now, updated_at = :now, notify_pending = :notify
+   WHERE kind = :kind AND state = 'running' AND lease_expires_at <= :now AND cancel_requested = 1
+   RETURNING ${COLS}`;
+
+/** The lease condition every write of a run carries. */
+const HELD = `id = ? AND lease_owner = ? AND state = 'running'`;
+
+// The ends of a run: each applies only while the run holds the job and no cancel was requested.
+const UNCANCELLED = `${HELD} AND cancel_requested = 0`;
+const SUCCEED_SQL = `UPDATE jobs SET state = 'succeeded', result = ?, ${UNLEASE}, finished_at = ?, updated_at = ?, notify_pending = ?
+   WHERE ${UNCANCELLED} RETURNING ${COLS}`;
+const FAIL_SQL = `UPDATE jobs SET state = 'failed', last_error = ?, ${UNLEASE}, finished_at = ?, updated_at = ?, notify_pending = ?
+   WHERE ${UNCANCELLED} RETURNING ${COLS}`;
+const RETRY_LATER_SQL = `UPDATE jobs SET state = 'queued', last_error = ?, run_after = ?, ${UNLEASE}, updated_at = ?
+   WHERE ${UNCANCELLED} RETURNING ${COLS}`;
+const RELEASE_SQL = `UPDATE jobs SET state = 'queued', attempts = attempts - 1, run_after = ?, ${UNLEASE}, updated_at = ?
+   WHERE ${UNCANCELLED} RETURNING ${COLS}`;
+const END_CANCELLED_SQL = `UPDATE jobs SET state = 'cancelled', ${UNLEASE}, finished_at = ?, updated_at = ?, notify_pending = ?
+   WHERE ${HELD} AND cancel_requested = 1 RETURNING ${COLS}`;
+
 export class SqliteJobStore implements JobStore {
   private readonly db: Database.Database;
 
@@ -154,55 +185,19 @@ export class SqliteJobStore implements JobStore {
     );
     this.sGet = db.prepare(`SELECT ${COLS} FROM jobs WHERE id = ?`);
 
-    // Oldest due first; ties in enqueue order (seq).
-    this.sClaimQueued = db.prepare(
-      `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = :owner,
-         lease_expires_at = :leaseUntil, updated_at = :now
-       WHERE seq IN (SELECT seq FROM jobs WHERE kind = :kind AND state = 'queued' AND run_after <= :now
-                     ORDER BY run_after, seq LIMIT :limit)
-       RETURNING ${COLS}`,
-    );
-    this.sClaimExpired = db.prepare(
-      `UPDATE jobs SET attempts = attempts + 1, lease_owner = :owner, lease_expires_at = :leaseUntil, updated_at = :now
-       WHERE seq IN (SELECT seq FROM jobs WHERE kind = :kind AND state = 'running' AND lease_expires_at <= :now
-                       AND cancel_requested = 0
-                     ORDER BY lease_expires_at LIMIT :limit)
-       RETURNING ${COLS}`,
-    );
-    this.sCancelAbandoned = db.prepare(
-      `UPDATE jobs SET state = 'cancelled', ${UNLEASE}, finished_at = :now, updated_at = :now, notify_pending = :notify
-       WHERE kind = :kind AND state = 'running' AND lease_expires_at <= :now AND cancel_requested = 1
-       RETURNING ${COLS}`,
-    );
+    this.sClaimQueued = db.prepare(CLAIM_QUEUED_SQL);
+    this.sClaimExpired = db.prepare(CLAIM_EXPIRED_SQL);
+    this.sCancelAbandoned = db.prepare(CANCEL_ABANDONED_SQL);
 
-    // The lease condition every write of a run carries.
-    const HELD = `id = ? AND lease_owner = ? AND state = 'running'`;
     this.sRenew = db.prepare(`UPDATE jobs SET lease_expires_at = ? WHERE ${HELD} RETURNING cancel_requested`).pluck();
     this.sLease = db.prepare(`SELECT cancel_requested FROM jobs WHERE ${HELD}`).pluck();
     this.sProgress = db.prepare(`UPDATE jobs SET progress = ?, updated_at = ? WHERE ${HELD} AND cancel_requested = 0`);
     this.sCheckpoint = db.prepare(`UPDATE jobs SET checkpoint = ?, updated_at = ? WHERE id = ?`);
-    // The ends of a run: each applies only while the run holds the job and no cancel was requested.
-    const UNCANCELLED = `${HELD} AND cancel_requested = 0`;
-    this.sSucceed = db.prepare(
-      `UPDATE jobs SET state = 'succeeded', result = ?, ${UNLEASE}, finished_at = ?, updated_at = ?, notify_pending = ?
-       WHERE ${UNCANCELLED} RETURNING ${COLS}`,
-    );
-    this.sFail = db.prepare(
-      `UPDATE jobs SET state = 'failed', last_error = ?, ${UNLEASE}, finished_at = ?, updated_at = ?, notify_pending = ?
-       WHERE ${UNCANCELLED} RETURNING ${COLS}`,
-    );
-    this.sRetryLater = db.prepare(
-      `UPDATE jobs SET state = 'queued', last_error = ?, run_after = ?, ${UNLEASE}, updated_at = ?
-       WHERE ${UNCANCELLED} RETURNING ${COLS}`,
-    );
-    this.sRelease = db.prepare(
-      `UPDATE jobs SET state = 'queued', attempts = attempts - 1, run_after = ?, ${UNLEASE}, updated_at = ?
-       WHERE ${UNCANCELLED} RETURNING ${COLS}`,
-    );
-    this.sEndCancelled = db.prepare(
-      `UPDATE jobs SET state = 'cancelled', ${UNLEASE}, finished_at = ?, updated_at = ?, notify_pending = ?
-       WHERE ${HELD} AND cancel_requested = 1 RETURNING ${COLS}`,
-    );
+    this.sSucceed = db.prepare(SUCCEED_SQL);
+    this.sFail = db.prepare(FAIL_SQL);
+    this.sRetryLater = db.prepare(RETRY_LATER_SQL);
+    this.sRelease = db.prepare(RELEASE_SQL);
+    this.sEndCancelled = db.prepare(END_CANCELLED_SQL);
     this.sCancelQueued = db.prepare(
       `UPDATE jobs SET state = 'cancelled', finished_at = ?, updated_at = ?, notify_pending = ?
        WHERE id = ? AND state = 'queued' RETURNING ${COLS}`,

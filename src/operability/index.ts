@@ -10,7 +10,7 @@ import type { ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ConfigError } from "../config.js";
 import type { ServiceBinding } from "../common/service.js";
-import type { JobHandler } from "../jobs/runner.js";
+import type { JobHandler } from "../jobs/handler.js";
 import { limitsEnv, type LimitsEnv, type LimitsFileConfig } from "../limits/config.js";
 import { CallLimits, ProjectStorage, openRateLimits } from "../limits/index.js";
 import { DEFAULT_RATE_LIMIT_HEADERS, type RateLimits } from "../limits/rate-limits.js";

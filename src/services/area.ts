@@ -10,7 +10,9 @@ import type { Migration } from "../storage/index.js";
 import type { Scope } from "../storage/types.js";
 import type { MultipartShape } from "../transport/rest/multipart.js";
 import type { ExpiryHandler } from "../jobs/expiry.js";
-import type { FinishedListener, JobHandler, JobRunner, KindOptions } from "../jobs/runner.js";
+import type { FinishedListener } from "../jobs/finished-listeners.js";
+import type { JobHandler, KindOptions } from "../jobs/handler.js";
+import type { JobRunner } from "../jobs/runner.js";
 import type { ServiceDeps } from "./deps.js";
 import type { RateLimits } from "../limits/index.js";
 

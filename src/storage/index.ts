@@ -6,13 +6,8 @@ import { openSqliteRecordStore, SqliteRecordStore, type SqliteRecordStoreOptions
 
 export * from "./types.js";
 export { DiskBlobStore, InvalidBlobKey } from "./disk-blobs.js";
-export {
-  openSqliteRecordStore,
-  registerMigration,
-  SqliteRecordStore,
-  type Migration,
-  type SqliteRecordStoreOptions,
-} from "./sqlite-records.js";
+export { openSqliteRecordStore, SqliteRecordStore, type SqliteRecordStoreOptions } from "./sqlite-records.js";
+export { registerMigration, type Migration } from "./sqlite-migrations.js";
 
 export interface Storage {
   records: SqliteRecordStore;

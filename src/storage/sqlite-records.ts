@@ -17,15 +17,9 @@ import {
   type WriteOp,
 } from "./types.js";
 import { mutateRecord } from "./mutate.js";
+import { CORE_MIGRATIONS, registeredMigrations, type Migration } from "./sqlite-migrations.js";
 
 export { CursorNotFound, DuplicateRecord, VersionConflict } from "./types.js";
-
-export interface Migration {
-  /** Unique, stable forever: it is what marks the migration as applied. */
-  id: string;
-  /** One or more SQL statements, run in one transaction together with the bookkeeping row. */
-  sql: string;
-}
 
 export interface SqliteRecordStoreOptions {
   /** Extra migrations, applied after the core ones and the registered ones. */
@@ -34,56 +28,6 @@ export interface SqliteRecordStoreOptions {
   now?: () => number;
   /** How long a writer waits for a lock held by another connection. */
   busyTimeoutMs?: number;
-}
-
-// Core schema. `seq` is the rowid (AUTOINCREMENT: never reused, even after deleting the newest
-// row), so insertion order is assigned by SQLite itself and stays monotonic across restarts and
-// across processes sharing the file. In a rowid table a composite PRIMARY KEY is just a unique
-// index, so UNIQUE(kind, id) is the same structure as PRIMARY KEY(kind, id) would be.
-const CORE_MIGRATIONS: Migration[] = [
-  {
-    id: "storage/0001_records",
-    sql: `
-      CREATE TABLE meta (
-        key   TEXT PRIMARY KEY,
-        value TEXT NOT NULL
-      );
-      CREATE TABLE records (
-        seq        INTEGER PRIMARY KEY AUTOINCREMENT,
-        kind       TEXT    NOT NULL,
-        id         TEXT    NOT NULL,
-        project_id TEXT    NOT NULL,
-        parent_id  TEXT    NOT NULL DEFAULT '',
-        created_at INTEGER NOT NULL,
-        expires_at INTEGER,
-        tag        TEXT,
-        version    INTEGER NOT NULL DEFAULT 1,
-        data       TEXT    NOT NULL,
-        UNIQUE (kind, id)
-      );
-      -- Every list shape walks an index in (created_at, seq) order and stops after limit+1 rows.
-      CREATE INDEX records_by_parent ON records (kind, project_id, parent_id, created_at, seq);
-      CREATE INDEX records_by_project ON records (kind, project_id, created_at, seq);
-      CREATE INDEX records_by_tag ON records (kind, project_id, tag, created_at, seq);
-      CREATE INDEX records_by_expiry ON records (expires_at, seq) WHERE expires_at IS NOT NULL;
-    `,
-  },
-];
-
-const registered: Migration[] = [];
-
-/**
- * Registers a migration that every store opened afterwards applies (once, recorded by id), after
- * the core schema. For tables a module keeps in the same database file. A module that only gets
- * the store after it is open can call `store.applyMigrations()` instead.
- */
-export function registerMigration(id: string, sql: string): void {
-  const existing = registered.find((m) => m.id === id);
-  if (existing) {
-    if (existing.sql !== sql) throw new Error(`migration ${id} registered twice with different SQL`);
-    return;
-  }
-  registered.push({ id, sql });
 }
 
 // Record rows are read as arrays (`.raw()`): measurably cheaper than one object per row, and
@@ -163,7 +107,7 @@ export class SqliteRecordStore implements RecordStore {
       this.db.pragma("synchronous = NORMAL");
       this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
       this.db.pragma("foreign_keys = ON");
-      this.applyMigrations([...CORE_MIGRATIONS, ...registered, ...(opts.migrations ?? [])]);
+      this.applyMigrations([...CORE_MIGRATIONS, ...registeredMigrations, ...(opts.migrations ?? [])]);
     } catch (err) {
       this.db.close();
       throw err;

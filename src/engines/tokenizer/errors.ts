@@ -30,3 +30,25 @@ export class UnknownModelError extends InputTokensError {
     this.model = model;
   }
 }
+
+// The 400s of request fields, each naming the field by its JSON path.
+export function invalid(param: string, message: string, code = "invalid_value"): InputTokensError {
+  return new InputTokensError(400, param, message, code);
+}
+export function wrongType(param: string, expected: string): InputTokensError {
+  return new InputTokensError(400, param, `Invalid type for '${param}': expected ${expected}.`, "invalid_type");
+}
+export function missing(param: string): InputTokensError {
+  return new InputTokensError(400, param, `Missing required parameter: '${param}'.`, "missing_required_parameter");
+}
+
+/** Rethrow errors that already carry an HTTP 4xx (ours or the caller's); wrap anything else. */
+export function fromDependency(e: unknown, param: string, what: string): Error {
+  if (e instanceof InputTokensError) {
+    if (e.param === "") return new InputTokensError(e.status, param, e.message, e.code, { cause: e });
+    return e;
+  }
+  const status = (e as { status?: unknown; statusCode?: unknown } | null)?.status ?? (e as { statusCode?: unknown } | null)?.statusCode;
+  if (typeof status === "number" && status >= 400 && status < 500) return e as Error;
+  return new InputTokensError(400, param, `Could not ${what}: ${(e as Error)?.message ?? String(e)}`, "invalid_value", { cause: e });
+}

@@ -169,15 +169,23 @@ export function renderCommand(spec: RenderSpec, scene: Scene, sourceFrames = 0, 
     last = "all";
   }
 
+  return outputCommand(g, last, inputs, frames, W, opts.mp4Only);
+}
+
+/**
+ * The command's outputs, fed from the graph's `last` label: the MP4 and, unless `mp4Only`, the
+ * thumbnail and the spritesheet.
+ */
+function outputCommand(g: string[], last: string, inputs: string[], frames: number, width: number, mp4Only: boolean | undefined): RenderCommand {
   const mp4 = ["-r", String(FPS), "-frames:v", String(frames), ...X264];
   mp4.push("-movflags", "+faststart", "-an", "video.mp4");
-  if (opts.mp4Only) {
+  if (mp4Only) {
     g.push(`[${last}]null[video]`);
     return { args: [...VSYNC, ...inputs, "-filter_complex_script", "graph.txt", "-map", "[video]", ...mp4], graph: g.join(";\n"), frames };
   }
   const cells = SPRITE_COLUMNS * SPRITE_ROWS;
   const step = Math.max(1, Math.floor(frames / cells));
-  const cell = Math.round(W / SPRITE_COLUMNS / 2) * 2;
+  const cell = Math.round(width / SPRITE_COLUMNS / 2) * 2;
   // ffmpeg (4.1) pulls a filter graph from the sink that has received the oldest frame, and runs
   // the graph until that sink has one, encoding nothing meanwhile. A plain `tile` sink has nothing
   // until its 10th cell (frame ~9 × step), so the video frames before it would pile up unencoded in

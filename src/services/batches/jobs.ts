@@ -16,8 +16,7 @@
 // file passes (validation and the first slice in one pass; worker.ts). The same functions
 // (checkChunk, runRequests) run on the main thread without workers.
 import { setTimeout as sleep } from "node:timers/promises";
-import type { JobHandler, KindOptions } from "../../jobs/runner.js";
-import { PermanentJobError } from "../../jobs/runner.js";
+import { PermanentJobError, type JobHandler, type KindOptions } from "../../jobs/handler.js";
 import type { Job } from "../../jobs/types.js";
 import type { Scope, WriteOp } from "../../storage/types.js";
 import { inputGone } from "./input-gone.js";

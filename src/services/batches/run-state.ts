@@ -1,7 +1,7 @@
 // What every part of a batch's run shares: its settings, its durable progress (the job's
 // checkpoint), and the one way progress commits: the batch record's change together with the
 // checkpoint, in one transaction.
-import type { JobContext } from "../../jobs/runner.js";
+import type { JobContext } from "../../jobs/handler.js";
 import type { WriteOp } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import type { FilesApi } from "../files/index.js";

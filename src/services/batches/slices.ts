@@ -6,7 +6,7 @@
 // transaction. With workers, THREAD_ENDPOINTS run there a chunk per task.
 import { setTimeout as sleep } from "node:timers/promises";
 import { TurnTaker } from "../../common/yield.js";
-import { PermanentJobError } from "../../jobs/runner.js";
+import { PermanentJobError } from "../../jobs/handler.js";
 import { THREAD_ENDPOINTS, zeroUsage, type Usage } from "./endpoints.js";
 import { finalize } from "./finalize.js";
 import { chunkSize, requestChunks, subChunk, type RequestChunk } from "./input.js";

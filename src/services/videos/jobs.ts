@@ -11,7 +11,7 @@ import { buffer } from "node:stream/consumers";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { inspectImage } from "../../engines/media/image.js";
-import type { JobContext, JobHandler, KindOptions } from "../../jobs/runner.js";
+import type { JobContext, JobHandler, KindOptions } from "../../jobs/handler.js";
 import type { Job } from "../../jobs/types.js";
 import { ProviderUnavailable, type Providers } from "../../providers/registry.js";
 import type { VideoProvider, VideoRender, VideoRenderRequest } from "../../providers/types.js";
@@ -74,12 +74,48 @@ export function renderFailed(videos: Videos): (job: Job) => Promise<void> {
   };
 }
 
+/** Frees the provider's copy of a render; a failure to free it is logged, not thrown. */
+async function release(log: Logger, provider: VideoProvider, renderId: string): Promise<void> {
+  await provider.deleteRender?.(renderId).catch((err) => log.warn({ err, renderId }, "freeing a finished render failed"));
+}
+
+/** What the provider needs: the prompt, the reference image, the source video, the characters' clips. */
+async function request(deps: RenderJobDeps, scope: Scope, rec: VideoRecord, provider: VideoProvider): Promise<VideoRenderRequest> {
+  const blobs = deps.blobs;
+  const req: VideoRenderRequest = {
+    prompt: rec.prompt,
+    model: provider.local ? rec.model : (deps.upstreamModels[rec.model] ?? rec.model),
+    seconds: rec.source?.kind === "extension" ? rec.source.segmentSeconds! : rec.seconds,
+    size: rec.size,
+    seed: SEED,
+  };
+  if (rec.hasInputReference) {
+    const bytes = await buffer(blobs.get(inputKey(rec.id)));
+    req.input_reference = { image_url: `data:image/${inspectImage(bytes).format};base64,${bytes.toString("base64")}` };
+  }
+  if (rec.source) {
+    const src = await deps.videos.find(scope, rec.source.videoId);
+    const key = assetKey(rec.source.videoId, "video");
+    if (!src || src.assetsExpired || (await blobs.size(key)) === undefined)
+      throw new SourceUnavailable(`The source video ${rec.source.videoId} was deleted or its assets expired before this ${rec.source.kind} was rendered.`);
+    req.source = {
+      kind: rec.source.kind,
+      renderId: src.rendered?.provider === provider.id ? src.rendered.renderId : undefined,
+      video: () => blobs.get(key),
+    };
+  }
+  if (rec.characterIds.length) {
+    req.characters = [];
+    for (const id of rec.characterIds) {
+      const c = await deps.videos.findCharacter(scope, id);
+      if (c) req.characters.push({ id, name: c.name, video: () => blobs.get(clipKey(id)) });
+    }
+  }
+  return req;
+}
+
 export function renderJob(deps: RenderJobDeps): { handler: JobHandler<RenderPayload, null, RenderCheckpoint>; options: Partial<KindOptions> } {
   const { videos, log } = deps;
-
-  async function release(provider: VideoProvider, renderId: string): Promise<void> {
-    await provider.deleteRender?.(renderId).catch((err) => log.warn({ err, renderId }, "freeing a finished render failed"));
-  }
 
   async function render(ctx: JobContext<RenderPayload, RenderCheckpoint, null>): Promise<null> {
     const scope = ctx.job.scope;
@@ -110,7 +146,7 @@ export function renderJob(deps: RenderJobDeps): { handler: JobHandler<RenderPayl
         }
       }
       if (!renderId || !render) {
-        const req = await request(scope, rec, provider);
+        const req = await request(deps, scope, rec, provider);
         render = await provider.createRender(req, { signal });
         renderId = render.id;
         rec = { ...rec, status: "in_progress", progress: 0, startedAtMs: Date.now() };
@@ -145,7 +181,7 @@ export function renderJob(deps: RenderJobDeps): { handler: JobHandler<RenderPayl
         await ctx.complete(null, done.ops);
       }
       await deps.blobs.delete(inputKey(rec.id));
-      await release(provider, renderId);
+      await release(log, provider, renderId);
       return null;
     } catch (e) {
       const permanent = signal.aborted ? undefined : permanentError(e);
@@ -154,45 +190,10 @@ export function renderJob(deps: RenderJobDeps): { handler: JobHandler<RenderPayl
         await deps.blobs.delete(inputKey(rec.id));
       }
       // A local render does not outlive its run (a rerun starts over); an upstream one does.
-      if (renderId && (permanent || provider.local)) await release(provider, renderId);
+      if (renderId && (permanent || provider.local)) await release(log, provider, renderId);
       if (permanent) return null;
       throw e;
     }
-  }
-
-  /** What the provider needs: the prompt, the reference image, the source video, the characters' clips. */
-  async function request(scope: Scope, rec: VideoRecord, provider: VideoProvider): Promise<VideoRenderRequest> {
-    const blobs = deps.blobs;
-    const req: VideoRenderRequest = {
-      prompt: rec.prompt,
-      model: provider.local ? rec.model : (deps.upstreamModels[rec.model] ?? rec.model),
-      seconds: rec.source?.kind === "extension" ? rec.source.segmentSeconds! : rec.seconds,
-      size: rec.size,
-      seed: SEED,
-    };
-    if (rec.hasInputReference) {
-      const bytes = await buffer(blobs.get(inputKey(rec.id)));
-      req.input_reference = { image_url: `data:image/${inspectImage(bytes).format};base64,${bytes.toString("base64")}` };
-    }
-    if (rec.source) {
-      const src = await videos.find(scope, rec.source.videoId);
-      const key = assetKey(rec.source.videoId, "video");
-      if (!src || src.assetsExpired || (await blobs.size(key)) === undefined)
-        throw new SourceUnavailable(`The source video ${rec.source.videoId} was deleted or its assets expired before this ${rec.source.kind} was rendered.`);
-      req.source = {
-        kind: rec.source.kind,
-        renderId: src.rendered?.provider === provider.id ? src.rendered.renderId : undefined,
-        video: () => blobs.get(key),
-      };
-    }
-    if (rec.characterIds.length) {
-      req.characters = [];
-      for (const id of rec.characterIds) {
-        const c = await videos.findCharacter(scope, id);
-        if (c) req.characters.push({ id, name: c.name, video: () => blobs.get(clipKey(id)) });
-      }
-    }
-    return req;
   }
 
   return { handler: render, options: deps.options };
