@@ -359,7 +359,7 @@ describe("in the browser", { timeout: 180_000 }, () => {
 
   it("overview after the work above: requests and errors per area, jobs by kind, storage", async () => {
     await go("#/overview");
-    await page.getByRole("cell", { name: "vector_stores" }).waitFor();
+    await page.getByRole("cell", { name: "vector_stores", exact: true }).waitFor();
     await page.getByRole("cell", { name: "batches.run", exact: true }).waitFor();
     expect(await page.getByTestId("storage").textContent()).toMatch(/in \d+ files/);
     await expectAccessible();
