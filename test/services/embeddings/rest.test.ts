@@ -1,7 +1,6 @@
 // POST /v1/embeddings through the official SDK, raw HTTP and a Connect client: the local model
 // (atrium-embed-use-lite), the platform's shapes (float and base64, dimensions, token-id inputs),
 // every validation error, the platform's model names with and without an upstream provider.
-import { createServer, type Server } from "node:http";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,6 +12,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { EmbeddingsService } from "../../../gen/atrium/v1/embeddings_pb.js";
 import { getEncoding } from "../../../src/engines/tokenizer/index.js";
 import { API_KEY, startTestServer, tempDir, type TestServer } from "../../shared/server.js";
+import { startFakeUpstream, type FakeUpstream, type UpstreamRequest } from "../../shared/fake-upstream.js";
 import { api, expectError, sdk } from "../../shared/rest.js";
 import { as, expectRpcError } from "../../shared/rpc.js";
 
@@ -184,44 +184,33 @@ describe("embeddings: the platform's models", () => {
   }
 
   describe("with an upstream configured (a fake OpenAI-compatible service)", () => {
-    let upstream: Server;
-    let seen: Array<{ url: string; auth: string | undefined; body: any }> = [];
+    let upstream: FakeUpstream;
+    let seen: UpstreamRequest[] = [];
     let s2: TestServer;
     let client2: OpenAI;
 
     beforeAll(async () => {
-      upstream = createServer((req, res) => {
-        let raw = "";
-        req.on("data", (d) => (raw += d));
-        req.on("end", () => {
-          const body = JSON.parse(raw);
-          seen.push({ url: req.url!, auth: req.headers.authorization, body });
-          res.setHeader("content-type", "application/json");
-          if (body.input.includes("refuse me")) {
-            res.statusCode = 400;
-            res.end(JSON.stringify({ error: { message: "upstream says no", type: "invalid_request_error", param: "input", code: "upstream_no" } }));
-            return;
-          }
-          const dims = body.dimensions ?? 3;
-          const data = body.input.map((t: string, index: number) => ({ object: "embedding", index, embedding: Array.from({ length: dims }, (_, j) => (t.length + j) / 8) }));
-          res.end(JSON.stringify({ object: "list", data, model: body.model, usage: { prompt_tokens: 42, total_tokens: 42 } }));
-        });
+      upstream = await startFakeUpstream(({ body }) => {
+        if (body.input.includes("refuse me"))
+          return { status: 400, json: { error: { message: "upstream says no", type: "invalid_request_error", param: "input", code: "upstream_no" } } };
+        const dims = body.dimensions ?? 3;
+        const data = body.input.map((t: string, index: number) => ({ object: "embedding", index, embedding: Array.from({ length: dims }, (_, j) => (t.length + j) / 8) }));
+        return { json: { object: "list", data, model: body.model, usage: { prompt_tokens: 42, total_tokens: 42 } } };
       });
-      await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
-      const port = (upstream.address() as { port: number }).port;
+      seen = upstream.seen;
       const dir = tempDir();
       const config = join(dir, "atrium.json");
-      writeFileSync(config, JSON.stringify({ providers: { embeddings: { base_url: `http://127.0.0.1:${port}/v1`, api_key_env: "TEST_UPSTREAM_KEY" } } }));
+      writeFileSync(config, JSON.stringify({ providers: { embeddings: { base_url: upstream.baseUrl, api_key_env: "TEST_UPSTREAM_KEY" } } }));
       s2 = await startTestServer({ env: { ATRIUM_CONFIG: config, TEST_UPSTREAM_KEY: "sk-upstream" } });
       client2 = sdk(s2.baseURL);
     });
     afterAll(async () => {
       await s2?.stop();
-      upstream?.close();
+      await upstream?.close();
     });
 
     it("forwards text-embedding-3-small with its dimensions; the SDK decodes the base64 answer", async () => {
-      seen = [];
+      seen.length = 0;
       const res = await client2.embeddings.create({ model: "text-embedding-3-small", input: ["ab", "abcd"], dimensions: 2 });
       expect(seen).toHaveLength(1);
       expect(seen[0]!.url).toBe("/v1/embeddings");
@@ -244,7 +233,7 @@ describe("embeddings: the platform's models", () => {
     });
 
     it("checks dimensions before calling out: ada-002 takes none, 3-small at most 1536", async () => {
-      seen = [];
+      seen.length = 0;
       await expectError(await api(s2.baseURL, "/embeddings", { method: "POST", json: { model: "text-embedding-ada-002", input: "x", dimensions: 8 } }), 400, {
         param: "dimensions",
       });
@@ -255,7 +244,7 @@ describe("embeddings: the platform's models", () => {
     });
 
     it("the local model is still local", async () => {
-      seen = [];
+      seen.length = 0;
       const res = await client2.embeddings.create({ model: MODEL, input: PASSWORD });
       expect(res.data[0]!.embedding).toHaveLength(512);
       expect(seen).toHaveLength(0);

@@ -2,7 +2,6 @@
 // type, the metadata shape of spec 4.10, errors reported in metadata), score_model / label_model
 // against a fake upstream responses provider and with none, the python sandbox's limits, and the
 // same calls over Connect and gRPC.
-import { createServer, type Server } from "node:http";
 import { readFileSync, writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type OpenAI from "openai";
@@ -13,6 +12,7 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { GradersService } from "../../../gen/atrium/v1/fine_tuning_pb.js";
 import { sandboxIsolation } from "../../../src/engines/graders/index.js";
 import { API_KEY, startTestServer, tempDir, testConfig, type TestServer } from "../../shared/server.js";
+import { startFakeUpstream, type FakeUpstream } from "../../shared/fake-upstream.js";
 import { api, expectError, sdk } from "../../shared/rest.js";
 import { as, expectRpcError } from "../../shared/rpc.js";
 
@@ -42,8 +42,7 @@ const ERROR_FLAGS = [
 ];
 
 // The fake upstream: answers /v1/responses with whatever `nextAnswer` says.
-let upstream: Server;
-let upstreamUrl = "";
+let upstream: FakeUpstream;
 let nextAnswer: (body: any) => unknown = () => ({});
 const upstreamBodies: any[] = [];
 
@@ -51,27 +50,19 @@ let s: TestServer;
 let client: OpenAI;
 
 beforeAll(async () => {
-  upstream = createServer((req, res) => {
-    let raw = "";
-    req.on("data", (d) => (raw += d));
-    req.on("end", () => {
-      const body = JSON.parse(raw);
-      upstreamBodies.push(body);
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(nextAnswer(body)));
-    });
+  upstream = await startFakeUpstream(({ body }) => {
+    upstreamBodies.push(body);
+    return { json: nextAnswer(body) };
   });
-  await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
-  upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}/v1`;
   s = await startWith({
-    providers: { responses: { base_url: upstreamUrl, api_key_env: "TEST_UPSTREAM_KEY" } },
+    providers: { responses: { base_url: upstream.baseUrl, api_key_env: "TEST_UPSTREAM_KEY" } },
     fine_tuning: { python_grader: { timeout_ms: 1500, memory_mb: 256 } },
   });
   client = sdk(s.baseURL);
 });
 afterAll(async () => {
   await s?.stop();
-  await new Promise((r) => upstream?.close(r));
+  await upstream?.close();
 });
 
 const run = (grader: object, model_sample: string, item: object = {}) => client.fineTuning.alpha.graders.run({ grader: grader as any, model_sample, item });
