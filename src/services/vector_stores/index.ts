@@ -3,8 +3,8 @@
 // embeddings provider (the local sentence encoder, or an upstream) for vectors.
 import { VectorStoresService } from "../../../gen/atrium/v1/vector_stores_pb.js";
 import { Ingester } from "../../engines/ingest/index.js";
-import { SEARCH_MIGRATION, SqliteSearchIndex } from "../../engines/search/index.js";
-import type { SqliteRecordStore } from "../../storage/sqlite-records.js";
+import { SEARCH_MIGRATION } from "../../engines/search/index.js";
+import { searchIndexFor } from "../../storage/index.js";
 import type { TimerData } from "../../jobs/index.js";
 import type { ApiArea } from "../area.js";
 import { filesApi } from "../files/index.js";
@@ -21,7 +21,7 @@ export const vectorStoresArea: ApiArea = {
   // queued work of a data directory that used the earlier job and timer kinds.
   migrations: [SEARCH_MIGRATION, KIND_NAMES_MIGRATION],
   setup: ({ deps, providers, jobs, limits }) => {
-    const index = new SqliteSearchIndex((deps.records as SqliteRecordStore).db);
+    const index = searchIndexFor(deps.records);
     const ingester = new Ingester(); // its worker starts with the first file
     const dense = denseSource(providers, denseEnabledFromEnv());
     const vs = new VectorStores(deps, filesApi(deps), index, jobs, dense, ingester);
