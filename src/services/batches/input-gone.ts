@@ -4,10 +4,13 @@ import { ApiError } from "../../common/errors.js";
 import { BlobNotFound } from "../../storage/types.js";
 import type { LineError } from "./input.js";
 
-/** The batch error for `e` when it says the input File (or its bytes) is gone; undefined otherwise. */
-export function inputGone(e: unknown, inputFileId: string): LineError | undefined {
-  const gone = (e instanceof ApiError && e.status === 404) || e instanceof BlobNotFound || (e instanceof Error && e.name === "BlobNotFound");
-  if (!gone) return undefined;
+/** `e` says the input File (or its bytes) is gone: the files API's 404, or the blob store's BlobNotFound. */
+export function isInputGone(e: unknown): boolean {
+  return (e instanceof ApiError && e.status === 404) || e instanceof BlobNotFound;
+}
+
+/** The batch error that ends a batch whose input File is gone. */
+export function inputGoneError(inputFileId: string): LineError {
   return {
     code: "file_not_found",
     line: null,

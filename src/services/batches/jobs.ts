@@ -19,7 +19,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { PermanentJobError, type JobHandler, type KindOptions } from "../../jobs/handler.js";
 import type { Job } from "../../jobs/types.js";
 import type { Scope, WriteOp } from "../../storage/types.js";
-import { inputGone } from "./input-gone.js";
+import { isInputGone } from "./input-gone.js";
 import { SLICE_KIND, sliceId, type BatchRecord } from "./records.js";
 import { finalize } from "./finalize.js";
 import { batchesOf, type RunContext, type Runner, type RunSettings, type RunState, type RunStorage } from "./run-state.js";
@@ -49,7 +49,7 @@ export function runJob(deps: { storage: RunStorage; settings: RunSettings }): {
       try {
         return await runBatch(runner, ctx);
       } catch (e) {
-        if (inputGone(e, "")) throw new PermanentJobError("its input file no longer exists: it was deleted or expired while the batch ran", { cause: e });
+        if (isInputGone(e)) throw new PermanentJobError("its input file no longer exists: it was deleted or expired while the batch ran", { cause: e });
         throw e;
       }
     },

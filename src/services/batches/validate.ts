@@ -4,7 +4,7 @@
 // pass, worker.ts says how).
 import { TurnTaker } from "../../common/yield.js";
 import type { StoredRecord } from "../../storage/types.js";
-import { inputGone } from "./input-gone.js";
+import { inputGoneError, isInputGone } from "./input-gone.js";
 import { THREAD_ENDPOINTS } from "./endpoints.js";
 import { checkChunk, chunkSize, InputCheck, requestChunks, type ChunkCheck, type LineError, type RequestChunk } from "./input.js";
 import { BATCH_KIND, type BatchRecord } from "./records.js";
@@ -33,9 +33,8 @@ export async function validateBatch(runner: Runner, ctx: RunContext, rec: Stored
     checked = await checkInput(runner, ctx, rec.data);
   } catch (e) {
     // An input File deleted (or expired) before its batch ran: no retry brings it back.
-    const gone = inputGone(e, rec.data.inputFileId);
-    if (!gone) throw e;
-    checked = { verdict: { total: 0, model: null, errors: [gone] }, chunks: null, ahead: new Map() };
+    if (!isInputGone(e)) throw e;
+    checked = { verdict: { total: 0, model: null, errors: [inputGoneError(rec.data.inputFileId)] }, chunks: null, ahead: new Map() };
   }
   const check = checked.verdict;
   const now = runner.storage.clock.now();
