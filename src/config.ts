@@ -3,10 +3,11 @@
 // and the areas' own sections. The file is checked against the JSON Schema in config-schema.ts.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { parse as parseYaml } from "yaml";
+import { createRequire } from "node:module";
 import type { Role } from "./auth/principal.js";
 import { compileIdentity, emptyIdentitySpec, type IdentitySpec, type OrganizationIdentityFileConfig } from "./auth/identity/config.js";
 import { DEFAULT_PROVIDER_TIMEOUT_MS, validateConfig } from "./config-schema.js";
+import { enginesConfig, type EnginesConfig } from "./config-engines.js";
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from "./transport/timeouts.js";
 
 export interface KeyConfig {
@@ -18,6 +19,8 @@ export interface KeyConfig {
   /** Projects this key may use; the first is the default. Omit on admin keys for all projects. */
   projects?: string[];
   role?: Role;
+  /** Refused everywhere from the next look-up on; final (see KeyStore.put). */
+  revoked?: boolean;
 }
 
 /** One capability's section of `providers` as written in the file (see config-schema.ts). */
@@ -39,7 +42,7 @@ export interface FileProvidersConfig {
 
 export interface FileConfig {
   /** Workload identity (service_accounts, identity_providers): see auth/identity/config.ts. */
-  organizations?: Array<OrganizationIdentityFileConfig & { name?: string; projects?: Array<{ id: string; name?: string }> }>;
+  organizations?: Array<OrganizationIdentityFileConfig & { name?: string; projects?: Array<{ id: string; name?: string; archived?: boolean }> }>;
   keys?: KeyConfig[];
   providers?: FileProvidersConfig;
 }
@@ -81,6 +84,8 @@ export interface AtriumConfig {
   host: string;
   port: number;
   dataDir: string;
+  /** ATRIUM_DATABASE_URL, ATRIUM_BLOB_URL, ATRIUM_DATABASE_POOL_SIZE: the shared engines of a scaled deployment (docs/scale-out.md). */
+  engines: EnginesConfig;
   tlsCert?: string;
   tlsKey?: string;
   /** ATRIUM_MTLS_PORT/CERT/KEY: the mutual-TLS listener (X.509 token exchange, certificate-bound API calls). */
@@ -106,7 +111,27 @@ export interface AtriumConfig {
   fetchAllowPrivate: boolean;
   /** ATRIUM_HEADERS_TIMEOUT_MS, ATRIUM_IDLE_TIMEOUT_MS, ATRIUM_BODY_STALL_TIMEOUT_MS, ATRIUM_MAX_CONNECTIONS_PER_ADDRESS. */
   connections: ConnectionLimits;
+  /** The data directory's upkeep; defaults apply when omitted. */
+  storage?: StorageUpkeepConfig;
 }
+
+export interface StorageUpkeepConfig {
+  /** ATRIUM_ORPHAN_SWEEP_INTERVAL_MS: time between orphan-blob sweeps (default 1 hour). */
+  orphanSweepIntervalMs: number;
+  /** ATRIUM_ORPHAN_GRACE_MS: blobs younger than this are never swept (default 1 hour). */
+  orphanGraceMs: number;
+  /** ATRIUM_MIN_FREE_DISK_BYTES: /readyz answers 503 when the data directory's file system has less free (default 100 MiB). */
+  minFreeDiskBytes: number;
+  /** ATRIUM_DISK_RESERVE_BYTES: space kept back so deletes work on a full disk (default 16 MiB; 0: none). */
+  diskReserveBytes: number;
+}
+
+export const DEFAULT_STORAGE_UPKEEP: StorageUpkeepConfig = {
+  orphanSweepIntervalMs: 3600_000,
+  orphanGraceMs: 3600_000,
+  minFreeDiskBytes: 100 * 1024 * 1024,
+  diskReserveBytes: 16 * 1024 * 1024,
+};
 
 export class ConfigError extends Error {}
 
@@ -124,7 +149,8 @@ function readDocument(path: string): unknown {
   if (text.trim() === "") return {}; // an empty file declares nothing (JSON.parse would refuse it)
   const json = path.endsWith(".json");
   try {
-    return json ? JSON.parse(text) : parseYaml(text);
+    // The YAML parser is loaded for a YAML file only (required: this path is synchronous).
+    return json ? JSON.parse(text) : (createRequire(import.meta.url)("yaml") as typeof import("yaml")).parse(text);
   } catch (e) {
     throw new ConfigError(`${PREFIX}${path} is not valid ${json ? "JSON" : "YAML"}: ${(e as Error).message}`);
   }
@@ -206,6 +232,14 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, dflt: number): number
   return n;
 }
 
+function nonNegativeInt(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return dflt;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 0) throw new ConfigError(`${name} must be a whole number, 0 or more, got '${raw}'`);
+  return n;
+}
+
 function mtlsConfig(env: NodeJS.ProcessEnv): AtriumConfig["mtls"] {
   const { ATRIUM_MTLS_PORT: port, ATRIUM_MTLS_CERT: cert, ATRIUM_MTLS_KEY: key } = env;
   if (!port && !cert && !key) return undefined;
@@ -233,11 +267,13 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, sections: Re
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`ATRIUM_PORT must be a port number, got '${env.ATRIUM_PORT}'`);
   if (!!env.ATRIUM_TLS_CERT !== !!env.ATRIUM_TLS_KEY) throw new ConfigError("ATRIUM_TLS_CERT and ATRIUM_TLS_KEY go together");
   const mtls = mtlsConfig(env);
+  const engines = enginesConfig(env);
   const { file, identity } = loadFile(env.ATRIUM_CONFIG, sections);
   return {
     host: env.ATRIUM_HOST ?? "127.0.0.1",
     port,
     dataDir: env.ATRIUM_DATA_DIR ?? "./.atrium",
+    engines,
     tlsCert: env.ATRIUM_TLS_CERT,
     tlsKey: env.ATRIUM_TLS_KEY,
     mtls,
@@ -257,6 +293,12 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, sections: Re
       idleTimeoutMs: positiveInt(env, "ATRIUM_IDLE_TIMEOUT_MS", DEFAULT_CONNECTION_LIMITS.idleTimeoutMs),
       bodyStallTimeoutMs: positiveInt(env, "ATRIUM_BODY_STALL_TIMEOUT_MS", DEFAULT_CONNECTION_LIMITS.bodyStallTimeoutMs),
       maxConnectionsPerAddress: positiveInt(env, "ATRIUM_MAX_CONNECTIONS_PER_ADDRESS", DEFAULT_CONNECTION_LIMITS.maxConnectionsPerAddress),
+    },
+    storage: {
+      orphanSweepIntervalMs: positiveInt(env, "ATRIUM_ORPHAN_SWEEP_INTERVAL_MS", DEFAULT_STORAGE_UPKEEP.orphanSweepIntervalMs),
+      orphanGraceMs: positiveInt(env, "ATRIUM_ORPHAN_GRACE_MS", DEFAULT_STORAGE_UPKEEP.orphanGraceMs),
+      minFreeDiskBytes: nonNegativeInt(env, "ATRIUM_MIN_FREE_DISK_BYTES", DEFAULT_STORAGE_UPKEEP.minFreeDiskBytes),
+      diskReserveBytes: nonNegativeInt(env, "ATRIUM_DISK_RESERVE_BYTES", DEFAULT_STORAGE_UPKEEP.diskReserveBytes),
     },
   };
 }

@@ -2,11 +2,13 @@
 // ATRIUM_MTLS_PORT, also the mutual-TLS listener. ATRIUM_CONFIG is re-read on SIGHUP and when the
 // file (or a JWKS / PEM file it names) changes; an invalid new file is reported and the running
 // configuration kept.
+import { youngGenerationGrows } from "./start-up-heap.js"; // first: it applies while the others load
 import { readFileSync, unwatchFile, watchFile } from "node:fs";
 import { ConfigError, configFromEnv, type AtriumConfig } from "./config.js";
 import { startServer, type RunningServer } from "./server.js";
 import { areaConfigSections } from "./services/index.js";
 import { MTLS_LISTENER } from "./auth/identity/index.js";
+import { EngineUnreachable } from "./storage/index.js";
 
 /** How often watched files are polled (stat only). Polling also sees files replaced by rename, as editors and config managers do. */
 const WATCH_INTERVAL_MS = 1000;
@@ -76,6 +78,7 @@ async function main() {
     server.app.log.info({ mtlsUrl: mtls.url }, `mutual-TLS endpoint on ${mtls.url} (POST /oauth/token for X.509 exchange, API calls with a client certificate)`);
   }
   const unwatch = watchConfig(server, cfg, sections);
+  youngGenerationGrows();
   // The BPE rank tables (≈22 MiB and 13 MiB) load on the first token-counting request that needs
   // them (~0.5 s each), not here: a server that never counts tokens should not carry them.
   const stop = async (signal: string) => {
@@ -92,6 +95,11 @@ main().catch((err) => {
   if (err instanceof ConfigError) {
     process.stderr.write(`atrium: ${err.message}\n`);
     process.exit(2);
+  }
+  // An engine that cannot be reached is the operator's to fix, not a bug: its message, no stack.
+  if (err instanceof EngineUnreachable) {
+    process.stderr.write(`atrium: ${err.message}\n`);
+    process.exit(1);
   }
   process.stderr.write(`atrium: failed to start: ${err?.stack ?? err}\n`);
   process.exit(1);

@@ -8,8 +8,8 @@ import Fastify, { LogController, type FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
 import { createRegistry } from "@bufbuild/protobuf";
 import { file_atrium_v1_options } from "../gen/atrium/v1/options_pb.js";
-import type { AtriumConfig } from "./config.js";
-import { openStorage } from "./storage/index.js";
+import { DEFAULT_STORAGE_UPKEEP, type AtriumConfig } from "./config.js";
+import { openStorage, type ServerStorage } from "./storage/index.js";
 import { KeyStore } from "./auth/keys.js";
 import { Providers } from "./providers/registry.js";
 import { Authenticator } from "./auth/authenticate.js";
@@ -31,7 +31,7 @@ import { FormBody } from "./transport/rest/form.js";
 import { systemClock, type AreaEvents, type Clock, type ServiceDeps } from "./services/deps.js";
 import { ExpirySweeper } from "./jobs/expiry.js";
 import { JobRunner } from "./jobs/runner.js";
-import { JOBS_MIGRATION, SqliteJobStore } from "./jobs/sqlite-job-store.js";
+import { OrphanBlobSweeper } from "./jobs/orphan-blobs.js";
 import type { ApiArea, AreaRuntime } from "./services/area.js";
 import { areas as defaultAreas } from "./services/index.js";
 import { Operability } from "./operability/index.js";
@@ -53,6 +53,8 @@ export interface AtriumServer {
   app: FastifyInstance;
   deps: ServiceDeps;
   sweeper: ExpirySweeper;
+  /** The orphan-blob sweeper (its runs are `storage.sweep-orphans` jobs; `sweep()` runs one pass now). */
+  orphans: OrphanBlobSweeper;
   jobs: JobRunner;
   generatedAdminKey?: string;
   /** Per-call rate limits (undefined with ATRIUM_RATE_LIMITS=off); `limits.check`/`enforce` serve areas' own limits. */
@@ -105,12 +107,13 @@ const urlOf = (host: string, port: number, tls: boolean) => `${tls ? "https" : "
 interface Core {
   log: Logger;
   destination: ReturnType<typeof pino.destination> | undefined;
-  records: Awaited<ReturnType<typeof openStorage>>["records"];
+  storage: ServerStorage;
   deps: ServiceDeps;
   auth: Authenticator;
   runtimes: AreaRuntime[];
   jobs: JobRunner;
   sweeper: ExpirySweeper;
+  orphans: OrphanBlobSweeper;
   ops: Operability;
   generatedAdminKey: string | undefined;
 }
@@ -128,10 +131,14 @@ async function openCore(cfg: AtriumConfig, opts: StartOptions, areas: ApiArea[])
   mkdirSync(cfg.dataDir, { recursive: true });
   keepPathsPrivate(cfg.dataDir);
   const clock = opts.clock ?? systemClock;
-  // The store hides expired rows by the same clock the services and the sweeper use. The jobs
-  // table comes first: an area's migration may rewrite queued jobs.
-  const { records, blobs } = await openStorage(cfg.dataDir, { now: () => clock.now(), migrations: [JOBS_MIGRATION, ...areas.flatMap((a) => a.migrations ?? [])] });
-  const keys = new KeyStore(records);
+  // The store hides expired rows by the same clock the services and the sweeper use.
+  const upkeep = cfg.storage ?? DEFAULT_STORAGE_UPKEEP;
+  const storage = await openStorage(
+    { dataDir: cfg.dataDir, ...cfg.engines, env: opts.env ?? process.env },
+    { now: () => clock.now(), migrations: areas.flatMap((a) => a.migrations ?? []), reserveBytes: upkeep.diskReserveBytes },
+  );
+  const { records, blobs, jobs: jobStore, signals } = storage;
+  const keys = new KeyStore(records, signals);
   const { generatedAdminKey } = await bootstrap(keys, cfg);
   const runtimes: AreaRuntime[] = [];
   // Events reach every area's hook; none is sent before the areas are set up (no request yet).
@@ -140,12 +147,11 @@ async function openCore(cfg: AtriumConfig, opts: StartOptions, areas: ApiArea[])
       for (const r of runtimes) await r.onFileDeleted?.(scope, fileId);
     },
   };
-  const deps: ServiceDeps = { records, blobs, keys, clock, log, events };
-  const providers = new Providers(cfg.providers);
-  const jobStore = new SqliteJobStore(records);
-  const jobs = new JobRunner(jobStore, { log });
   // Rate limits, metrics, /readyz, /openapi.json, reflection, graceful shutdown (src/operability/).
-  const ops = await Operability.open({ env: opts.env ?? process.env, log, records, blobs, file: cfg.file, jobDepth: () => jobStore.unfinishedCounts() });
+  const ops = await Operability.open({ env: opts.env ?? process.env, log, records, blobs, file: cfg.file, jobDepth: () => jobStore.unfinishedCounts(), disk: { dir: cfg.dataDir, minFreeBytes: upkeep.minFreeDiskBytes } });
+  const deps: ServiceDeps = { records, blobs, keys, clock, log, events, storageCap: ops.callLimits.storage };
+  const providers = new Providers(cfg.providers);
+  const jobs = new JobRunner(jobStore, { log });
 
   try {
     for (const area of areas) runtimes.push(await area.setup({ deps, config: cfg, providers, jobs, limits: ops.limits }));
@@ -153,7 +159,7 @@ async function openCore(cfg: AtriumConfig, opts: StartOptions, areas: ApiArea[])
   } catch (e) {
     for (const r of runtimes) await r.stop?.();
     await ops.close();
-    await records.close();
+    await storage.close();
     throw e;
   }
   for (const r of runtimes)
@@ -163,7 +169,9 @@ async function openCore(cfg: AtriumConfig, opts: StartOptions, areas: ApiArea[])
     }
   const sweeper = new ExpirySweeper(records, clock, log, jobs);
   for (const r of runtimes) for (const [kind, handler] of Object.entries(r.expiry ?? {})) sweeper.on(kind, handler);
-  return { log, destination, records, deps, auth: new Authenticator(keys), runtimes, jobs, sweeper, ops, generatedAdminKey };
+  const orphans = new OrphanBlobSweeper(blobs, jobs, log, { graceMs: upkeep.orphanGraceMs, intervalMs: upkeep.orphanSweepIntervalMs });
+  for (const r of runtimes) for (const owner of r.blobOwners ?? []) orphans.own(owner);
+  return { log, destination, storage, deps, auth: new Authenticator(keys), runtimes, jobs, sweeper, orphans, ops, generatedAdminKey };
 }
 
 /** The Fastify instance on the one-port listener, with the hooks every request passes. */
@@ -204,11 +212,16 @@ function createApp(cfg: AtriumConfig, core: Core, tls: TlsFiles | undefined): Fa
     reply.header("vendor-processing-ms", Math.round(reply.elapsedTime));
     done(null, payload);
   });
-  if (requestLog.enabled)
+  if (requestLog.enabled) {
     app.addHook("onResponse", (req, reply, done) => {
       requestLog.write(req.id, (req as any).clientRequestId, req.method, req.url, reply.statusCode, reply.elapsedTime);
       done();
     });
+    app.addHook("onClose", (_app, done) => {
+      requestLog.close();
+      done();
+    });
+  }
   installErrorHandler(app, log);
   return app;
 }
@@ -243,7 +256,7 @@ async function registerRest(app: FastifyInstance, services: ServiceBinding[], mu
 export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): Promise<AtriumServer> {
   const areas = opts.areas ?? defaultAreas;
   const core = await openCore(cfg, opts, areas);
-  const { deps, ops, jobs, sweeper, runtimes, records } = core;
+  const { deps, ops, jobs, sweeper, runtimes, storage } = core;
   const services: ServiceBinding[] = runtimes.flatMap((r) => r.services).map((s) => secureService(s, core.auth, ops.callLimits));
   const multipart: Record<string, MultipartShape> = Object.assign({}, ...areas.map((a) => a.multipart ?? {}));
 
@@ -274,6 +287,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     app,
     deps,
     sweeper,
+    orphans: core.orphans,
     jobs,
     generatedAdminKey: core.generatedAdminKey,
     limits: ops.limits,
@@ -287,6 +301,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
       started = true;
       jobs.start();
       sweeper.start();
+      await core.orphans.start();
       const port = (app.server.address() as AddressInfo).port;
       return { url: urlOf(cfg.host, port, !!tls), port };
     },
@@ -299,7 +314,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
       if (started) await jobs.stop();
       for (const r of runtimes) await r.stop?.();
       await ops.close();
-      await records.close();
+      await storage.close();
     },
   };
 }

@@ -26,18 +26,20 @@
 //
 // Scheduling: per kind at most `concurrency` runs at once. Runs are claimed in batches (one query
 // for up to 64 jobs) whenever slots are free and work may be there: after an enqueue, when a run
-// ends, when a delayed job or a retry becomes due (a timer), and every `pollMs` for work enqueued
-// by other processes and for expired leases. Nothing sleeps while work is available. Runs that end
-// in the same turn of the event loop are recorded in one transaction: with short jobs the commit,
-// not the handler, is the cost (bench/jobs.bench.ts).
+// ends, when a delayed job or a retry becomes due (a timer), when another process enqueues one
+// (stores that signal across processes, JobStore.watch: also cancels and ends), and every `pollMs` for work enqueued by other processes
+// and for expired leases. Nothing sleeps while work is available. Runs that end in the same turn
+// of the event loop are recorded in one transaction: with short jobs the commit, not the handler,
+// is the cost (bench/jobs.bench.ts).
 import { hostname } from "node:os";
 import type { Logger } from "pino";
+import { deferred } from "../common/deferred.js";
 import { newId } from "../common/ids.js";
 import type { Scope } from "../storage/types.js";
 import { FinishedListeners, type FinishedListener } from "./finished-listeners.js";
 import { PermanentJobError, type JobHandler, type KindOptions } from "./handler.js";
 import { abortRun, backoffDelay, newKind, runContext, type Kind, type Run, type RunWrites } from "./run.js";
-import { TERMINAL_STATES, type Job, type JobStore, type RunEnd, type RunEnding } from "./types.js";
+import { TERMINAL_STATES, type Job, type JobEvent, type JobStore, type RunEnd, type RunEnding } from "./types.js";
 
 export interface JobRunnerOptions {
   /** Clock in milliseconds, for run_after, leases and backoff. Default Date.now. */
@@ -76,6 +78,7 @@ export class JobRunner {
 
   private started = false;
   private pollTimer: NodeJS.Timeout | undefined;
+  private unwatch: (() => Promise<void>) | undefined;
   private wakeTimer: NodeJS.Timeout | undefined;
   private wakeAt = Infinity;
   private pumpScheduled = false;
@@ -136,7 +139,7 @@ export class JobRunner {
       jobs.map((j) => ({ id: j.id ?? newId("job_"), kind: j.kind, scope: { projectId: j.scope.projectId }, payload: j.payload, runAfter: j.runAfter ?? now })),
       now,
     );
-    for (const job of rows) if (job.state === "queued") this.wakeForJob(job);
+    for (const job of rows) if (job.state === "queued") this.wake(job.kind, job.runAfter);
     return rows;
   }
 
@@ -162,7 +165,7 @@ export class JobRunner {
   /** Puts a failed or cancelled job back in the queue with a fresh attempt count. */
   async retry(id: string): Promise<Job | undefined> {
     const job = await this.store.retry(id, this.now());
-    if (job?.state === "queued") this.wakeForJob(job);
+    if (job?.state === "queued") this.wake(job.kind, job.runAfter);
     return job;
   }
 
@@ -174,6 +177,7 @@ export class JobRunner {
     for (const k of this.kinds.values()) k.mayHaveWork = true;
     this.pollTimer = setInterval(() => this.onPoll(), this.pollMs);
     this.pollTimer.unref();
+    this.unwatch = this.store.watch?.((e) => this.onStoreEvent(e));
     void this.listeners.redeliver();
     this.schedulePump();
   }
@@ -192,6 +196,9 @@ export class JobRunner {
     clearTimeout(this.wakeTimer);
     this.wakeTimer = undefined;
     this.wakeAt = Infinity;
+    const unwatch = this.unwatch;
+    this.unwatch = undefined;
+    await unwatch?.();
     await this.pumping;
     const runs = [...this.runs.values()];
     for (const run of runs) abortRun(run, "shutdown");
@@ -261,16 +268,21 @@ export class JobRunner {
     }
   }
 
-  private wakeForJob(job: Job): void {
-    const kind = this.kinds.get(job.kind);
+  /** A job of `kind` is due at `runAfter`: look for work then (now, if it is due). */
+  private wake(kindName: string, runAfter: number): void {
+    const kind = this.kinds.get(kindName);
     if (!kind) return; // another process runs it; it will find the job by polling
-    const now = this.now();
-    if (job.runAfter <= now) {
-      kind.mayHaveWork = true;
-      this.schedulePump();
-      return;
-    }
-    this.wakeAtTime(job.runAfter);
+    if (runAfter > this.now()) return this.wakeAtTime(runAfter);
+    kind.mayHaveWork = true;
+    this.schedulePump();
+  }
+
+  /** Another process changed a job (JobStore.watch). */
+  private onStoreEvent(e: JobEvent): void {
+    if (e.type === "due") return this.wake(e.kind, e.runAfter);
+    const run = e.type === "cancel-requested" ? this.runs.get(e.id) : undefined;
+    if (run) abortRun(run, "cancelled");
+    if (e.type === "ended") this.signalChange();
   }
 
   /** One timer, for the earliest known runAfter; later ones are found when it fires or by polling. */
@@ -421,7 +433,7 @@ export class JobRunner {
       return false;
     }
     run.job = job;
-    if (job.state === "queued") this.wakeForJob(job);
+    if (job.state === "queued") this.wake(job.kind, job.runAfter);
     else await this.listeners.deliver(job);
     return true;
   }
@@ -482,10 +494,4 @@ export class JobRunner {
 
 function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
 }

@@ -46,8 +46,38 @@ const MIGRATION_SQL = `
   CREATE INDEX jobs_notify ON jobs (kind) WHERE notify_pending = 1;
 `;
 
+// The same table on PostgreSQL (postgres-job-store.ts). Times are BIGINT milliseconds on the
+// database's clock there; flags are booleans.
+const MIGRATION_POSTGRES = `
+  CREATE TABLE jobs (
+    seq              BIGINT  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id               TEXT    NOT NULL UNIQUE,
+    kind             TEXT    NOT NULL,
+    project_id       TEXT    NOT NULL,
+    payload          TEXT    NOT NULL,
+    state            TEXT    NOT NULL CHECK (state IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    run_after        BIGINT  NOT NULL,
+    lease_owner      TEXT,
+    lease_expires_at BIGINT,
+    cancel_requested BOOLEAN NOT NULL DEFAULT false,
+    progress         TEXT,
+    checkpoint       TEXT,
+    last_error       TEXT,
+    result           TEXT,
+    notify_pending   BOOLEAN NOT NULL DEFAULT false,
+    created_at       BIGINT  NOT NULL,
+    updated_at       BIGINT  NOT NULL,
+    finished_at      BIGINT
+  );
+  CREATE INDEX jobs_queued ON jobs (kind, run_after, seq) WHERE state = 'queued';
+  CREATE INDEX jobs_leases ON jobs (kind, lease_expires_at) WHERE state = 'running';
+  CREATE INDEX jobs_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
+  CREATE INDEX jobs_notify ON jobs (kind) WHERE notify_pending;
+`;
+
 /** The jobs table. The server applies it before the areas' migrations (which may rewrite queued jobs). */
-export const JOBS_MIGRATION = { id: MIGRATION_ID, sql: MIGRATION_SQL };
+export const JOBS_MIGRATION = { id: MIGRATION_ID, sql: MIGRATION_SQL, postgres: MIGRATION_POSTGRES };
 
 
 interface Row {

@@ -120,4 +120,18 @@ export interface JobStore {
   purgeFinished(before: number, limit: number): Promise<number>;
   /** How many jobs of each kind are queued and running (the jobs gauge of /metrics). */
   unfinishedCounts(): Promise<Array<{ kind: string; state: "queued" | "running"; n: number }>>;
+  /**
+   * Optional, for stores shared by processes that can signal each other (PostgreSQL's NOTIFY):
+   * calls `onEvent` for what any process does to a job — enqueued or requeued (`due`, with
+   * `runAfter` on the runner's clock), a cancel requested while it runs, a run ended — so a runner
+   * starts, stops or reports it without waiting for its next poll or heartbeat. Returns a
+   * function that stops watching. Without it, runners find other processes' changes by polling.
+   */
+  watch?(onEvent: (event: JobEvent) => void): () => Promise<void>;
 }
+
+/** What JobStore.watch reports. */
+export type JobEvent =
+  | { type: "due"; kind: string; runAfter: number }
+  | { type: "cancel-requested"; kind: string; id: string }
+  | { type: "ended"; kind: string; id: string };

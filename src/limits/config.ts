@@ -19,6 +19,7 @@
 // caps apply only where configured. A project's limits are its own caps inside its organization's:
 // a request must fit both.
 import { ConfigError } from "../config.js";
+import { redisKeyPrefix, redisUrl } from "../config-engines.js";
 
 export interface RateLimitRules {
   requests_per_minute?: number;
@@ -68,6 +69,8 @@ export interface LimitsEnv {
   enabled: boolean;
   /** ATRIUM_REDIS_URL: share limit state between instances (redis://[:password@]host:port[/db]). */
   redisUrl?: string;
+  /** ATRIUM_REDIS_KEY_PREFIX (default "atrium:"): instances with the same prefix share one allowance; deployments sharing a Redis keep apart with different ones. */
+  redisKeyPrefix: string;
   /** ATRIUM_STORAGE_LIMIT_BYTES: file storage per project (default 2.5 TB). */
   projectStorageBytes: number;
 }
@@ -81,7 +84,8 @@ export function limitsEnv(env: Record<string, string | undefined>): LimitsEnv {
     throw new ConfigError(`ATRIUM_STORAGE_LIMIT_BYTES must be a positive integer, got '${storage}'`);
   return {
     enabled: switchValue === "on" || switchValue === "true" || switchValue === "1",
-    redisUrl: env.ATRIUM_REDIS_URL || undefined,
+    redisUrl: redisUrl(env.ATRIUM_REDIS_URL),
+    redisKeyPrefix: redisKeyPrefix(env.ATRIUM_REDIS_KEY_PREFIX),
     projectStorageBytes,
   };
 }

@@ -8,13 +8,11 @@ import { ProjectStorage } from "./storage.js";
 import type { LimitsEnv, LimitsFileConfig } from "./config.js";
 import { MemoryLimitStore } from "./memory.js";
 import { RateLimits, type Rejection } from "./rate-limits.js";
-import { RedisLimitStore } from "./redis.js";
 
 export { RateLimits, type AreaCharge, type RateRule, type LimitCheck, type Rejection } from "./rate-limits.js";
 export { MemoryLimitStore } from "./memory.js";
-export { RedisLimitStore } from "./redis.js";
 export { limitsEnv, type LimitsEnv, type LimitsFileConfig } from "./config.js";
-export { ProjectStorage } from "./storage.js";
+export { FILE_BYTES, FILE_BYTES_MIGRATION, ProjectStorage } from "./storage.js";
 
 /** The per-call rate limits, or undefined when ATRIUM_RATE_LIMITS=off. */
 export async function openRateLimits(
@@ -23,7 +21,7 @@ export async function openRateLimits(
   o: { log?: Pick<Logger, "warn">; onReject?: (r: Rejection) => void; now?: () => number } = {},
 ): Promise<RateLimits | undefined> {
   if (!env.enabled) return undefined;
-  const store = env.redisUrl ? await RedisLimitStore.open(env.redisUrl) : new MemoryLimitStore({ now: o.now });
+  const store = env.redisUrl ? await (await import("./redis.js")).RedisLimitStore.open(env.redisUrl, { prefix: `${env.redisKeyPrefix}rl:` }) : new MemoryLimitStore({ now: o.now });
   return new RateLimits(store, file, o);
 }
 

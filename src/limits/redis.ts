@@ -8,6 +8,7 @@
 // Keys are `<prefix>{<organization>}:...`: the braces are a Redis Cluster hash tag, so every key
 // one request touches lives in one slot.
 import { Redis } from "ioredis";
+import { EngineUnreachable } from "../storage/shared-engines.js";
 import type { LimitEntry, LimitStore, TakeResult } from "./store.js";
 
 const TAKE_SCRIPT = `
@@ -106,7 +107,7 @@ export class RedisLimitStore implements LimitStore {
       await client.connect();
     } catch (e) {
       client.disconnect();
-      throw new Error(`cannot connect to Redis at ${redact(url)}: ${(e as Error).message}`);
+      throw new EngineUnreachable(`cannot connect to Redis at ${redact(url)} (ATRIUM_REDIS_URL): ${(e as Error).message}`);
     }
     return new RedisLimitStore(client, opts);
   }

@@ -66,6 +66,8 @@ export interface OperabilityDeps {
   blobs: BlobStore;
   /** ATRIUM_CONFIG as read: organizations' and projects' rate_limits and spend caps. */
   file: LimitsFileConfig;
+  /** The data directory and ATRIUM_MIN_FREE_DISK_BYTES: /readyz fails below that much free space. */
+  disk?: { dir: string; minFreeBytes: number };
 }
 
 export class Operability {
@@ -108,9 +110,12 @@ export class Operability {
       if (limitsOn && req.url.startsWith("/v1/") && !reply.hasHeader("x-ratelimit-limit-requests")) reply.headers(DEFAULT_RATE_LIMIT_HEADERS);
       done(null, payload);
     });
-    installReadiness(app, { records: this.deps.records, blobs: this.deps.blobs, jobsRunning: o.jobsRunning, draining: () => drain.draining });
-    const doc = JSON.stringify(generateOpenApi({ services: o.services, multipart: o.multipart }));
+    installReadiness(app, { records: this.deps.records, blobs: this.deps.blobs, disk: this.deps.disk, jobsRunning: o.jobsRunning, draining: () => drain.draining });
+    // Generated on the first request for it: few servers are asked, and the document costs
+    // start-up time and memory.
+    let doc: string | undefined;
     app.get("/openapi.json", (_req, reply) => {
+      doc ??= JSON.stringify(generateOpenApi({ services: o.services, multipart: o.multipart }));
       reply.type("application/json").send(doc);
     });
     if (this.env.console) installConsole(app);

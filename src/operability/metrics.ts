@@ -16,6 +16,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from "fastify";
 import { Code } from "@connectrpc/connect";
 import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { livePools } from "../engines/pool/index.js";
 import { JobAborted, type JobHandler } from "../jobs/handler.js";
 import type { Rejection } from "../limits/rate-limits.js";
 import { callOutcomeKey, codeName, type CallOutcome } from "./outcome.js";
@@ -158,6 +159,7 @@ export class Metrics {
         values: ((await depth?.()) ?? []).map((r) => ({ labels: { kind: r.kind, state: r.state }, value: r.n })),
       }),
     } as any);
+    this.registerWorkerGauges();
     this.jobDuration = new Histogram({
       name: "atrium_job_duration_seconds",
       help: "Job runs in this process, by kind and outcome (succeeded, failed, aborted: cancelled, shut down or lease lost).",
@@ -165,6 +167,15 @@ export class Metrics {
       buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800, 3600],
       registers: [this.registry],
     });
+  }
+
+  /** Worker pools' threads, recycling and memory (docs/operations.md, "Memory"). */
+  private registerWorkerGauges(): void {
+    const gauge = (name: string, help: string, type: "gauge" | "counter", f: (p: ReturnType<typeof livePools>[number]) => number) =>
+      this.registry.registerMetric({ name, help, type, aggregator: "sum", get: () => ({ name, help, type, aggregator: "sum", values: livePools().map((p) => ({ labels: { pool: p.name }, value: f(p) })) }) } as any);
+    gauge("atrium_worker_threads", "Worker threads alive, by pool.", "gauge", (p) => p.workers);
+    gauge("atrium_worker_memory_bytes", "The largest memory (V8 heap plus external, WebAssembly included) a worker of the pool reported after its last task.", "gauge", (p) => Math.round(p.workerMemoryMb * 2 ** 20));
+    gauge("atrium_worker_recycled_total", "Idle workers replaced because they passed ATRIUM_WORKER_RECYCLE_MB or ATRIUM_WORKER_RECYCLE_TASKS.", "counter", (p) => p.recycled);
   }
 
   /** For RateLimits' onReject. */

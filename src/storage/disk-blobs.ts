@@ -8,7 +8,8 @@ import * as path from "node:path";
 import { Readable, Transform, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { promisify } from "node:util";
-import { BlobNotFound, BlobTooLarge, type BlobInfo, type BlobStore } from "./types.js";
+import { BlobNotFound, BlobTooLarge, StorageFull, type BlobEntry, type BlobInfo, type BlobStore } from "./types.js";
+import { isNoSpace, SpaceReserve } from "./space-reserve.js";
 
 export { BlobNotFound, BlobTooLarge } from "./types.js";
 
@@ -28,7 +29,8 @@ const fsOpen = promisify(fs.open);
 const fsFsync = promisify(fs.fsync);
 const fsClose = promisify(fs.close);
 
-function checkKey(key: string): void {
+/** Throws InvalidBlobKey unless `key` is a portable file name (every blob store takes the same keys). */
+export function checkBlobKey(key: string): void {
   if (typeof key !== "string" || !KEY_RE.test(key) || key.includes("..")) throw new InvalidBlobKey(key);
 }
 
@@ -77,8 +79,11 @@ export class DiskBlobStore implements BlobStore {
   readonly tmpDir: string;
   // Shard directories known to exist, so the hot path skips a mkdir syscall.
   private readonly shards = new Set<string>();
+  private readonly reserve: SpaceReserve | undefined;
 
-  constructor(readonly rootDir: string) {
+  /** `reserveBytes`: space kept back for deletes on a full disk (space-reserve.ts); 0 or omitted: none. */
+  constructor(readonly rootDir: string, opts: { reserveBytes?: number } = {}) {
+    this.reserve = opts.reserveBytes ? new SpaceReserve(rootDir, opts.reserveBytes) : undefined;
     this.blobsDir = path.join(rootDir, "blobs");
     this.tmpDir = path.join(rootDir, "tmp");
     fs.mkdirSync(this.blobsDir, { recursive: true });
@@ -87,7 +92,7 @@ export class DiskBlobStore implements BlobStore {
 
   /** Where the blob lives on disk (for tools and tests; services go through the interface). */
   pathOf(key: string): string {
-    checkKey(key);
+    checkBlobKey(key);
     return path.join(this.blobsDir, this.shardOf(key), key);
   }
 
@@ -96,15 +101,15 @@ export class DiskBlobStore implements BlobStore {
     source: AsyncIterable<Uint8Array> | Readable,
     opts?: { maxBytes?: number; md5?: boolean },
   ): Promise<BlobInfo> {
-    checkKey(key);
+    checkBlobKey(key);
     return this.writeAtomically(key, async (meter, out) => {
       await pipeline(source, meter, out);
     }, opts?.maxBytes, opts?.md5 ?? false);
   }
 
   async concat(key: string, parts: string[]): Promise<BlobInfo> {
-    checkKey(key);
-    for (const p of parts) checkKey(p);
+    checkBlobKey(key);
+    for (const p of parts) checkBlobKey(p);
     // Parts are read one after another in the same pipeline, so memory stays at a few chunks.
     const self = this;
     async function* sequence(): AsyncGenerator<Buffer> {
@@ -124,7 +129,7 @@ export class DiskBlobStore implements BlobStore {
 
   /** A missing blob is emitted as a BlobNotFound error on the returned stream. */
   get(key: string, range?: { start: number; end: number }): Readable {
-    checkKey(key);
+    checkBlobKey(key);
     if (range) {
       const { start, end } = range;
       if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start) {
@@ -147,7 +152,47 @@ export class DiskBlobStore implements BlobStore {
     await fsp.rm(this.pathOf(key), { force: true });
   }
 
+  async *list(prefix = ""): AsyncGenerator<BlobEntry> {
+    let shards: string[];
+    try {
+      shards = await fsp.readdir(this.blobsDir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw err;
+    }
+    for (const shard of shards) {
+      let dir: fs.Dir;
+      try {
+        dir = await fsp.opendir(path.join(this.blobsDir, shard));
+      } catch (err) {
+        // Not a shard (a stray file), or removed meanwhile.
+        if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "ENOTDIR") continue;
+        throw err;
+      }
+      // opendir reads the directory in batches: a shard of any size is never held in memory.
+      for await (const entry of dir) {
+        if (!entry.isFile() || !entry.name.startsWith(prefix) || !KEY_RE.test(entry.name)) continue;
+        const st = await fsp.stat(path.join(this.blobsDir, shard, entry.name)).catch((err: NodeJS.ErrnoException) => {
+          if (err.code === "ENOENT") return undefined; // deleted while listing
+          throw err;
+        });
+        if (st) yield { key: entry.name, bytes: st.size, modifiedAt: Math.floor(st.mtimeMs) };
+      }
+    }
+  }
+
+  /**
+   * Gives the reserved space back (the database met SQLITE_FULL): true when there was a reserve
+   * to give, so the failed write is worth one more try.
+   */
+  async releaseReserve(): Promise<boolean> {
+    if (!this.reserve || this.reserve.isReleased) return false;
+    await this.reserve.release();
+    return true;
+  }
+
   async recover(): Promise<void> {
+    await this.reserve?.open();
     await fsp.mkdir(this.blobsDir, { recursive: true });
     await fsp.mkdir(this.tmpDir, { recursive: true });
     const entries = await fsp.readdir(this.tmpDir);
@@ -204,8 +249,14 @@ export class DiskBlobStore implements BlobStore {
     maxBytes: number | undefined,
     md5: boolean,
   ): Promise<BlobInfo> {
+    await this.reserve?.admit();
     const tmp = path.join(this.tmpDir, `${key}.${randomBytes(8).toString("hex")}`);
-    const fd = await this.openTemp(tmp);
+    let fd: number;
+    try {
+      fd = await this.openTemp(tmp);
+    } catch (err) {
+      throw await this.noSpaceAsFull(err);
+    }
     let fdOpen = true;
     const out = fs.createWriteStream("", { fd, autoClose: false, highWaterMark: CHUNK });
     try {
@@ -239,7 +290,14 @@ export class DiskBlobStore implements BlobStore {
       if (!fdOpen) (out as unknown as { fd: number | null }).fd = null; // closed above, after fsync
       if (!out.closed) await new Promise((resolve) => out.once("close", resolve).destroy());
       await fsp.rm(tmp, { force: true }).catch(() => {});
-      throw err;
+      throw await this.noSpaceAsFull(err);
     }
+  }
+
+  /** ENOSPC (or a quota) becomes StorageFull, and releases the reserve so deletes have room. */
+  private async noSpaceAsFull(err: unknown): Promise<unknown> {
+    if (!isNoSpace(err) || err instanceof StorageFull) return err;
+    await this.reserve?.release();
+    return new StorageFull((err as Error).message);
   }
 }

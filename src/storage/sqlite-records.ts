@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import {
   CursorNotFound,
   DuplicateRecord,
+  TotalOverCap,
   VersionConflict,
   type Collection,
   type ListPage,
@@ -17,6 +18,7 @@ import {
   type WriteOp,
 } from "./types.js";
 import { mutateRecord } from "./mutate.js";
+import { presentIds } from "./sqlite-present.js";
 import { CORE_MIGRATIONS, registeredMigrations, type Migration } from "./sqlite-migrations.js";
 
 export { CursorNotFound, DuplicateRecord, VersionConflict } from "./types.js";
@@ -28,6 +30,11 @@ export interface SqliteRecordStoreOptions {
   now?: () => number;
   /** How long a writer waits for a lock held by another connection. */
   busyTimeoutMs?: number;
+  /**
+   * Called when a write fails with SQLITE_FULL: it frees space if it can (the blob store's
+   * reserve) and says whether it did, in which case the write is tried once more.
+   */
+  onFull?: () => Promise<boolean>;
 }
 
 // Record rows are read as arrays (`.raw()`): measurably cheaper than one object per row, and
@@ -80,6 +87,7 @@ export class SqliteRecordStore implements RecordStore {
   /** The connection, for modules that keep their own tables in the same file. */
   readonly db: Database.Database;
   private readonly now: () => number;
+  private readonly onFull: (() => Promise<boolean>) | undefined;
   private readonly collections = new Map<string, SqliteCollection<unknown>>();
   private readonly listStmts = new Map<string, Database.Statement>();
   private readonly countStmts = new Map<string, Database.Statement>();
@@ -93,12 +101,14 @@ export class SqliteRecordStore implements RecordStore {
   private readonly sUpdate: Database.Statement;
   private readonly sDelete: Database.Statement;
   private readonly sExpired: Database.Statement;
+  private readonly sTotal: Database.Statement;
   private readonly sGetMeta: Database.Statement;
   private readonly sSetMeta: Database.Statement;
   private readonly batch: Database.Transaction<(ops: WriteOp[]) => void>;
 
   constructor(path: string, opts: SqliteRecordStoreOptions = {}) {
     this.now = opts.now ?? wallClock;
+    this.onFull = opts.onFull;
     this.db = new Database(path);
     try {
       this.db.pragma("journal_mode = WAL");
@@ -140,6 +150,7 @@ export class SqliteRecordStore implements RecordStore {
        WHERE expires_at IS NOT NULL AND expires_at <= ?
        ORDER BY expires_at, seq LIMIT ?`,
     ).raw();
+    this.sTotal = db.prepare(`SELECT total FROM record_totals WHERE project_id = ? AND name = ?`).pluck();
     this.sGetMeta = db.prepare(`SELECT value FROM meta WHERE key = ?`).pluck();
     this.sSetMeta = db.prepare(
       `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
@@ -186,7 +197,17 @@ export class SqliteRecordStore implements RecordStore {
 
   async atomically(ops: WriteOp[]): Promise<void> {
     if (ops.length === 0) return;
-    this.batch.immediate(ops);
+    await this.writing(() => this.batch.immediate(ops));
+  }
+
+  /** Runs a write; on SQLITE_FULL, once more after onFull freed space (a failed write applied nothing). */
+  async writing<R>(write: () => R): Promise<R> {
+    try {
+      return write();
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== "SQLITE_FULL" || !this.onFull || !(await this.onFull())) throw err;
+      return write();
+    }
   }
 
   async expired(
@@ -198,12 +219,25 @@ export class SqliteRecordStore implements RecordStore {
     return rows.map((r) => ({ kind: r[8], projectId: r[1], record: toRecord<unknown>(r) }));
   }
 
+  async present(kind: string, ids: string[], field: "id" | "parentId" = "id"): Promise<Set<string>> {
+    return presentIds(this.db, kind, ids, field);
+  }
+
+  async total(scope: Scope, name: string): Promise<number> {
+    return this.totalSync(scope, name);
+  }
+
+  /** @internal */
+  totalSync(scope: Scope, name: string): number {
+    return (this.sTotal.get(scope.projectId, name) as number | undefined) ?? 0;
+  }
+
   async getMeta(key: string): Promise<string | undefined> {
     return this.sGetMeta.get(key) as string | undefined;
   }
 
   async setMeta(key: string, value: string): Promise<void> {
-    this.sSetMeta.run(key, value);
+    await this.writing(() => this.sSetMeta.run(key, value));
   }
 
   async close(): Promise<void> {
@@ -412,6 +446,12 @@ export class SqliteRecordStore implements RecordStore {
             throw new VersionConflict(op.kind, op.id);
           }
           break;
+        case "cap": {
+          // Inside the batch's IMMEDIATE transaction: no other writer can move the total meanwhile.
+          const value = this.totalSync(op.scope, op.total);
+          if (value > op.max) throw new TotalOverCap(op.total, op.scope.projectId, value, op.max);
+          break;
+        }
         default:
           throw new TypeError(`unknown write op ${(op as { op: unknown }).op}`);
       }
@@ -426,7 +466,7 @@ class SqliteCollection<T> implements Collection<T> {
   ) {}
 
   async insert(scope: Scope, record: NewRecord<T>): Promise<StoredRecord<T>> {
-    return this.store.insertSync(this.kind, scope, record);
+    return this.store.writing(() => this.store.insertSync(this.kind, scope, record));
   }
 
   async get(scope: Scope, id: string): Promise<StoredRecord<T> | undefined> {
@@ -439,11 +479,11 @@ class SqliteCollection<T> implements Collection<T> {
     data: T,
     opts?: { expectVersion?: number; expiresAt?: number | null; tag?: string | null },
   ): Promise<StoredRecord<T> | undefined> {
-    return this.store.updateSync(this.kind, scope, id, data, opts);
+    return this.store.writing(() => this.store.updateSync(this.kind, scope, id, data, opts));
   }
 
   async delete(scope: Scope, id: string, opts?: { expectVersion?: number }): Promise<boolean> {
-    return this.store.deleteSync(this.kind, scope, id, opts?.expectVersion);
+    return this.store.writing(() => this.store.deleteSync(this.kind, scope, id, opts?.expectVersion));
   }
 
   async list(scope: Scope, query: ListQuery): Promise<ListPage<T>> {

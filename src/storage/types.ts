@@ -67,7 +67,40 @@ export type WriteOp =
       expiresAt?: number | null;
       tag?: string | null;
     }
-  | { op: "delete"; kind: string; scope: Scope; id: string; expectVersion?: number };
+  | { op: "delete"; kind: string; scope: Scope; id: string; expectVersion?: number }
+  /**
+   * Fails the batch with TotalOverCap when the project's running total `total` (a RecordTotal the
+   * store keeps), with the batch's earlier ops applied, is above `max`. Placed after the ops that
+   * add to the total, it makes "stays within the cap" a condition of their own atomic write.
+   */
+  | { op: "cap"; scope: Scope; total: string; max: number };
+
+/**
+ * A per-project running total of one numeric top-level field of one record kind, kept by the store
+ * in the same atomic write as every insert, update and delete of such a record (so no path — a
+ * retried compare-and-set, a delete of a record already gone, the expiry sweep — can make it
+ * drift). Declared by a migration (recordTotalMigration), which also counts the records already
+ * stored. Expired records still count until they are deleted.
+ */
+export interface RecordTotal {
+  /** Unique, stable forever: the total's key. */
+  name: string;
+  kind: string;
+  field: string;
+}
+
+/** Thrown by a `cap` op: the total, as the batch would leave it, is above the cap. */
+export class TotalOverCap extends Error {
+  constructor(
+    readonly total: string,
+    readonly projectId: string,
+    /** What the total would have been with the batch applied. */
+    readonly value: number,
+    readonly max: number,
+  ) {
+    super(`total ${total} of project ${projectId} would be ${value}, over its cap of ${max}`);
+  }
+}
 
 /** Thrown when an `expectVersion` did not match (someone else changed the record first). */
 export class VersionConflict extends Error {
@@ -155,13 +188,22 @@ export interface Collection<T> {
 export interface RecordStore {
   collection<T>(kind: string): Collection<T>;
   /**
-   * Applies every op or none. Throws VersionConflict / DuplicateRecord. An update of a missing
-   * record, or a conditional delete of one, is a VersionConflict too (the batch would not apply
-   * as written); an unconditional delete of a missing record is a no-op.
+   * Applies every op or none. Throws VersionConflict / DuplicateRecord / TotalOverCap. An update
+   * of a missing record, or a conditional delete of one, is a VersionConflict too (the batch would
+   * not apply as written); an unconditional delete of a missing record is a no-op.
    */
   atomically(ops: WriteOp[]): Promise<void>;
   /** Records (any kind, any project) whose expiresAt <= now, oldest first, at most `limit`. */
   expired(now: number, limit: number): Promise<Array<{ kind: string; projectId: string; record: StoredRecord<unknown> }>>;
+  /**
+   * Of `ids`, the ones that a record of `kind` carries as its id (`field` "id") or as its
+   * parentId ("parentId"), in any project, expired or not (an expired record not yet swept still
+   * owns what it refers to). For the orphan-blob sweeper, which learns from it which blob keys
+   * something still holds; an id lookup is one index probe per id.
+   */
+  present(kind: string, ids: string[], field?: "id" | "parentId"): Promise<Set<string>>;
+  /** The project's running total `name` (a RecordTotal); 0 when nothing has counted towards it. */
+  total(scope: Scope, name: string): Promise<number>;
   /** Small key/value table for server state (schema version, bootstrap markers). */
   getMeta(key: string): Promise<string | undefined>;
   setMeta(key: string, value: string): Promise<void>;
@@ -180,11 +222,29 @@ export class BlobTooLarge extends Error {
   }
 }
 
+/**
+ * Thrown by a write when the storage has no room left (the file system or the database is full),
+ * or while a full disk has not got room back: the caller answers 507 storage_full.
+ */
+export class StorageFull extends Error {
+  constructor(readonly detail: string) {
+    super(`storage is full (${detail})`);
+  }
+}
+
 /** Emitted as the error of the stream returned by BlobStore.get() when the blob does not exist. */
 export class BlobNotFound extends Error {
   constructor(readonly key: string) {
     super(`blob ${key} does not exist`);
   }
+}
+
+/** One stored blob as BlobStore.list() reports it. */
+export interface BlobEntry {
+  key: string;
+  bytes: number;
+  /** When its bytes were last written, in Unix milliseconds. */
+  modifiedAt: number;
 }
 
 export interface BlobStore {
@@ -208,6 +268,12 @@ export interface BlobStore {
   size(key: string): Promise<number | undefined>;
   /** Removes the blob; absent is not an error. */
   delete(key: string): Promise<void>;
+  /**
+   * Every stored blob whose key starts with `prefix` (all when omitted), in no particular order,
+   * streamed (memory does not grow with the number of blobs). Writes still in progress are not
+   * listed; a blob written or removed while the listing runs may or may not be.
+   */
+  list(prefix?: string): AsyncIterable<BlobEntry>;
   /** Removes leftovers of interrupted writes (called at start-up). */
   recover(): Promise<void>;
 }

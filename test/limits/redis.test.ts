@@ -2,6 +2,7 @@
 // sequence exactly as the memory store does, two server instances sharing one Redis enforce one
 // limit between them (the per-call limits and the vector stores' own), and an unreachable Redis admits requests (fail open) rather than failing
 // them. Skipped, with the install hint, only where redis-server is absent.
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryLimitStore } from "../../src/limits/memory.js";
 import { RedisLimitStore } from "../../src/limits/redis.js";
@@ -84,6 +85,34 @@ describe.skipIf(!available)("Redis limit store", () => {
       }
     } finally {
       await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+
+  it("ATRIUM_REDIS_KEY_PREFIX: instances with the same prefix share one allowance, another prefix has its own", async () => {
+    const config = { organizations: [{ id: "org-default", rate_limits: { requests_per_minute: 2 }, projects: [{ id: "proj_default" }] }] };
+    const env = (prefix: string) => ({ ATRIUM_REDIS_URL: redis.url, ATRIUM_REDIS_KEY_PREFIX: prefix });
+    const [a, b, other] = await Promise.all([
+      startConfiguredServer(config, env("deploy-1:")),
+      startConfiguredServer(config, env("deploy-1:")),
+      startConfiguredServer(config, env("deploy-2:")),
+    ]);
+    try {
+      const status = async (s: typeof a) => {
+        const res = await api(s.baseURL, "/models", { key: API_KEY });
+        await res.arrayBuffer();
+        return res.status;
+      };
+      expect([await status(a), await status(b), await status(a), await status(b)]).toEqual([200, 200, 429, 429]);
+      expect([await status(other), await status(other), await status(other)]).toEqual([200, 200, 429]);
+      const client = new Redis(redis.url);
+      try {
+        expect(await client.keys("deploy-1:rl:*")).not.toEqual([]);
+        expect(await client.keys("deploy-2:rl:*")).not.toEqual([]);
+      } finally {
+        client.disconnect();
+      }
+    } finally {
+      await Promise.all([a.stop(), b.stop(), other.stop()]);
     }
   });
 

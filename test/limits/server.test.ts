@@ -13,9 +13,11 @@ import { join } from "node:path";
 import { api, blobKeys, expectError, filesUnder, sdk, sdkError, toFile } from "../shared/rest.js";
 import { registry } from "../shared/rpc.js";
 import { startConfiguredServer } from "../shared/operability.js";
+import { completeUploadsAtOnce, createFilesAtOnce, deleteAllFiles, expectWithinCap } from "../shared/storage-cap.js";
 
 const RPC_KEY = "sk-atrium-test-rpc-limits-key-0001";
 const HEADERS_KEY = "sk-atrium-test-headers-key-00001";
+const TOKENS_KEY = "sk-atrium-test-tokens-key-000001";
 
 const config = {
   organizations: [
@@ -26,12 +28,15 @@ const config = {
     { id: "org-rpc", rate_limits: { requests_per_minute: 2 }, projects: [{ id: "proj_rpc" }] },
     // One request per 600 ms comes back: a quick pair of calls sees the count go down.
     { id: "org-headers", rate_limits: { requests_per_minute: 100 }, projects: [{ id: "proj_headers" }] },
+    // 6,000 tokens a minute: 100 come back each second, so a charge of 1,000 shows.
+    { id: "org-tokens", rate_limits: { tokens_per_minute: 6000 }, projects: [{ id: "proj_tokens" }] },
   ],
   keys: [
     { key: KEYS.projectB, organization: "org-proj", projects: ["proj_b"], role: "member" },
     { key: KEYS.otherOrg, organization: "org-other", projects: ["proj_other"], role: "member" },
     { key: RPC_KEY, organization: "org-rpc", projects: ["proj_rpc"], role: "member" },
     { key: HEADERS_KEY, organization: "org-headers", projects: ["proj_headers"], role: "member" },
+    { key: TOKENS_KEY, organization: "org-tokens", projects: ["proj_tokens"], role: "member" },
   ],
 };
 
@@ -83,6 +88,23 @@ describe("x-ratelimit-* on every /v1 response", () => {
     }
     const counted = await api(s.baseURL, "/models/no-such-model", { key: HEADERS_KEY });
     expect(Number(counted.headers.get("x-ratelimit-remaining-requests"))).toBeLessThan(98);
+  });
+
+  it("a request refused at validation is charged its token estimate: failed requests count (spec 8)", async () => {
+    // 4,025 characters in all (input, model, format): an estimate of 1,007 tokens, charged before
+    // the body is judged.
+    const body = { model: "text-embedding-3-small", input: "a".repeat(4000), encoding_format: "hex" };
+    const first = await api(s.baseURL, "/embeddings", { key: TOKENS_KEY, method: "POST", json: body });
+    await expectError(first, 400, { param: "encoding_format" });
+    expect(first.headers.get("x-ratelimit-limit-tokens")).toBe("6000");
+    const afterFirst = Number(first.headers.get("x-ratelimit-remaining-tokens"));
+    expect(afterFirst).toBeGreaterThanOrEqual(4993);
+    expect(afterFirst).toBeLessThan(5100); // what came back between the charge and the answer
+    // Five more such refusals leave too little for a sixth within the minute: it is a 429.
+    for (let i = 0; i < 5; i++) await (await api(s.baseURL, "/embeddings", { key: TOKENS_KEY, method: "POST", json: body })).arrayBuffer();
+    const refused = await api(s.baseURL, "/embeddings", { key: TOKENS_KEY, method: "POST", json: body });
+    await expectError(refused, 429, { code: "rate_limit_exceeded" });
+    expect(Number(refused.headers.get("retry-after-ms"))).toBeGreaterThan(0);
   });
 
   it("operator endpoints outside /v1 carry none", async () => {
@@ -252,5 +274,24 @@ describe("file storage per project (spec 8; ATRIUM_STORAGE_LIMIT_BYTES)", () => 
 
     await client.files.delete(first.id);
     expect((await client.files.create({ file: await toFile(Buffer.alloc(6000, 4), "d.bin"), purpose: "user_data" })).bytes).toBe(6000);
+  });
+
+  it("uploads racing for the last bytes: the File that would pass the cap is refused when it is recorded", async () => {
+    const instances = [{ baseURL: small.baseURL, dataDir: small.dataDir }];
+    // Every upload passed its early checks (declared bytes, streamed part) while the project was
+    // empty; 3 of 3000 bytes fit in 10000, so the other 5 are refused at completion.
+    await deleteAllFiles(instances);
+    const completed = await completeUploadsAtOnce(instances, 8, 3000);
+    expect(await expectWithinCap(instances, completed, 10_000, "part_ids")).toEqual({ won: 3, refused: 5 });
+    const refused = completed.find((o) => o.status === 400)!;
+    expect(refused.body.error.message).toMatch(/9000 of its 10000 bytes are in use, and this upload needs at least 3000 more/);
+    // The refused Upload is still pending with its part: once there is room it completes.
+    await deleteAllFiles(instances);
+    const { baseURL, uploadId, partId } = refused.upload!;
+    const retried = await api(baseURL, `/uploads/${uploadId}/complete`, { method: "POST", json: { part_ids: [partId] } });
+    expect(await retried.json()).toMatchObject({ status: "completed", file: { bytes: 3000 } });
+
+    await deleteAllFiles(instances);
+    expect(await expectWithinCap(instances, await createFilesAtOnce(instances, 8, 3000), 10_000, "file")).toEqual({ won: 3, refused: 5 });
   });
 });

@@ -147,6 +147,17 @@ describe("GET /metrics", () => {
     expect(m.get(series("atrium_job_duration_seconds_count", { kind: "metrics_test_wait", outcome: "succeeded" }))).toBe(3);
     expect(depth("queued")(m) ?? 0).toBe(0);
   });
+
+  it("worker pools: threads, the memory their workers report, and recycling (issue 22, defect 10)", async () => {
+    const res = await api(s.baseURL, "/embeddings", { method: "POST", json: { model: "atrium-embed-use-lite", input: "memory of a worker" } });
+    expect(res.status).toBe(200);
+    const { m } = await scrape();
+    const pool = { pool: "atrium-embeddings" };
+    expect(m.get(series("atrium_worker_threads", pool))).toBe(1);
+    // The encoder's worker holds the model (tens of MiB of WebAssembly memory and weights).
+    expect(m.get(series("atrium_worker_memory_bytes", pool))).toBeGreaterThan(10 * 2 ** 20);
+    expect(m.get(series("atrium_worker_recycled_total", pool))).toBe(0);
+  });
 });
 
 describe("ATRIUM_METRICS_TOKEN and ATRIUM_METRICS=off", () => {
@@ -179,13 +190,28 @@ describe("ATRIUM_METRICS_TOKEN and ATRIUM_METRICS=off", () => {
 });
 
 describe("GET /readyz", () => {
-  it("ready: database, blobs and jobs checked", async () => {
+  it("ready: database, blobs, disk space and jobs checked", async () => {
     const s = await startConfiguredServer(config);
     try {
       const res = await fetch(`${s.url}/readyz`);
       expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ status: "ok", checks: { database: "ok", blobs: "ok", jobs: "ok" } });
+      expect(await res.json()).toEqual({ status: "ok", checks: { database: "ok", blobs: "ok", disk: "ok", jobs: "ok" } });
       expect(blobKeys(s.dataDir)).toEqual([]);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it("not ready when the data directory's file system has less free than ATRIUM_MIN_FREE_DISK_BYTES", async () => {
+    // More than any disk holds: the check fails wherever the test runs.
+    const s = await startConfiguredServer(config, { ATRIUM_MIN_FREE_DISK_BYTES: String(2 ** 52) });
+    try {
+      const res = await fetch(`${s.url}/readyz`);
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as { status: string; checks: Record<string, string> };
+      expect(body.status).toBe("not_ready");
+      expect(body.checks.disk).toMatch(/^failing: \d+ bytes free, below ATRIUM_MIN_FREE_DISK_BYTES \(4503599627370496\)$/);
+      expect(body.checks.database).toBe("ok");
     } finally {
       await s.stop();
     }

@@ -4,6 +4,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import type { ApiArea } from "../../src/services/area.js";
+import { freePort } from "./ports.js";
 import { startTestServer, type TestServer } from "./server.js";
 
 /**
@@ -16,17 +17,6 @@ export async function startConfiguredServer(
   opts: { dataDir?: string; areas?: ApiArea[] } = {},
 ): Promise<TestServer> {
   return startTestServer({ config, env, ...opts });
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
 }
 
 export const REDIS_INSTALL_HINT = "redis-server is not installed: `apt-get install -y redis-server` (.ci/run installs it)";
@@ -44,13 +34,15 @@ export interface RedisProcess {
 export async function startRedis(): Promise<RedisProcess> {
   const port = await freePort();
   const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
-  const deadline = Date.now() + 10_000;
+  // Generous: on a loaded machine (a CI run with other engines starting) it can take a while.
+  const deadline = Date.now() + 30_000;
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
       const c = net.connect(port, "127.0.0.1");
       c.once("connect", () => c.end("PING\r\n"));
       c.once("data", (d) => resolve(d.toString().startsWith("+PONG")));
       c.once("error", () => resolve(false));
+      c.once("close", () => resolve(false));
     });
     if (ok) break;
     if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode}`);

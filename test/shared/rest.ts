@@ -5,6 +5,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
 import { expect } from "vitest";
+import type { BlobStore } from "../../src/storage/types.js";
 import { parseJsonl } from "./jsonl.js";
 import { API_KEY } from "./server.js";
 
@@ -115,9 +116,29 @@ export function bytesUnder(dir: string): number {
   return filesUnder(dir).reduce((n, f) => n + statSync(join(dir, f)).size, 0);
 }
 
+/** The whole content of blob `key`, whichever store holds it. */
+export async function readBlob(blobs: BlobStore, key: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of blobs.get(key)) chunks.push(Buffer.from(c));
+  return Buffer.concat(chunks);
+}
+
 /** Names of blob files under <dataDir>/blobs (shard dirs stripped), i.e. the stored blob keys. */
 export function blobKeys(dataDir: string): string[] {
+  // In the scaled set-up blobs live in a bucket: an empty blobs/ would prove nothing.
+  if (process.env.ATRIUM_TEST_ENGINES === "scaled") throw new Error("blobKeys reads the data dir's blobs/, which the scaled set-up does not use: skip this test when SCALED");
   return filesUnder(join(dataDir, "blobs")).map((p) => p.split("/").pop()!).sort();
+}
+
+/**
+ * The keys of every blob a test server's store holds: the data dir's blobs/ on the embedded
+ * set-up, the shared bucket in the scaled one (listed through the store both instances write).
+ */
+export async function storedBlobKeys(server: { dataDir: string; deps: { blobs: BlobStore } }): Promise<string[]> {
+  if (process.env.ATRIUM_TEST_ENGINES !== "scaled") return blobKeys(server.dataDir);
+  const keys: string[] = [];
+  for await (const b of server.deps.blobs.list()) keys.push(b.key);
+  return keys.sort();
 }
 
 /**

@@ -1,12 +1,14 @@
 /**
- * The dense side of the SQLite index: one `DenseStore` (dense.ts) per store, loaded from the
- * vectors' BLOBs (and the kept HNSW file) on the store's first dense search, then kept in step
- * with this process's committed writes. A write by another process shows as a version this cache
- * did not make: the store's cache is dropped and loaded again.
+ * The dense side of both indexes: one `DenseStore` (dense.ts) per searched store, loaded from the
+ * store's vectors (paged by label) on its first dense search, then kept in step with this
+ * process's committed writes. A store written by someone else (another process on the SQLite
+ * file, another instance on PostgreSQL) shows as a version ahead of the cache: the source's
+ * change log brings the cache along when it has one (a delta read), otherwise the store reloads.
+ * Loaded stores together keep within `cacheBytes`: the least recently searched are unloaded.
+ *
+ * Where the vectors and changes come from is the engine's part, behind `DenseSource`.
  */
-import type Database from "better-sqlite3";
 import { DenseStore, type AnnState, type DenseOptions } from "./dense.js";
-import type { StoreRow } from "./schema.js";
 
 /** What the dense cache of a store looks like (diagnostics, tests, benchmarks). */
 export interface DenseInfo {
@@ -20,47 +22,83 @@ export interface DenseInfo {
   counters: { exact: number; ann: number; fallback: number };
 }
 
-/** A change to the dense cache, in commit order. */
-export type DenseOp = { add: number; fileId: string; vector: Float32Array } | { remove: number };
+/** A change to the dense cache, in commit order (a vector as floats, or as its stored float32 bytes). */
+export type DenseOp = { add: number; fileId: string; vector: Float32Array | Uint8Array } | { remove: number };
+
+/** What the cache needs of a store's row: its identity (`ord`, never reused) and its version. */
+export interface DenseStoreRow {
+  ord: number;
+  version: number;
+}
+
+/** One stored vector: label, file id, float32 little-endian bytes. */
+export type VectorRow = [label: number, fileId: string, vector: Buffer];
+
+/** The changes after a version: their ops in commit order, and the version they bring the cache to. */
+export interface DenseChanges {
+  ops: DenseOp[];
+  version: number;
+}
+
+/** Where a store's vectors live (the engine's part). */
+export interface DenseSource<Row extends DenseStoreRow> {
+  /** Up to `limit` of the store's vectors with a label above `after`, by label. */
+  page(row: Row, after: number, limit: number): VectorRow[] | Promise<VectorRow[]>;
+  /**
+   * The changes after `version` up to (at least) `row`'s, or null when the source cannot tell
+   * (no change log, or pruned past `version`): then the store reloads.
+   */
+  changesSince(row: Row, version: number): Promise<DenseChanges | null>;
+  /**
+   * Whether each page is read whole at once (a synchronous read): a change this process commits
+   * while a store loads can then be applied to the half-loaded cache, since no page read before
+   * that commit can arrive after it. With pages read asynchronously such a page could bring back a
+   * removed vector, so a loading store takes no changes and catches up once loaded.
+   */
+  pagesReadAtOnce: boolean;
+}
 
 interface DenseEntry {
   state: DenseStore;
-  ready: Promise<void>;
+  /** The load, then each catch-up, chained: one at a time per store. */
+  sync: Promise<void>;
 }
 
 /** Vectors read per page while loading. */
 const PAGE = 2048;
 
-export class DenseCache {
+/** ATRIUM_SEARCH_CACHE_MB (default 1024): memory for the loaded vector stores' vectors and graphs. */
+export function denseCacheBytesFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.ATRIUM_SEARCH_CACHE_MB;
+  if (raw === undefined || raw === "") return 1024 * 2 ** 20;
+  const mb = Number(raw);
+  if (!Number.isFinite(mb) || mb <= 0) throw new RangeError(`ATRIUM_SEARCH_CACHE_MB must be a positive number of MiB, got '${raw}'`);
+  return mb * 2 ** 20;
+}
+
+export class DenseCache<Row extends DenseStoreRow> {
   private readonly entries = new Map<string, DenseEntry>();
-  private readonly sPage: Database.Statement;
   private closed = false;
+  /** Full loads and change reads done (diagnostics, tests). */
+  readonly reads = { full: 0, delta: 0 };
+  /** Stores unloaded to keep within `cacheBytes`, since this cache was made. */
+  evictions = 0;
 
   constructor(
-    db: Database.Database,
+    private readonly source: DenseSource<Row>,
     private readonly opts: DenseOptions,
-    /** The store's `search_stores` row as it is now. */
-    private readonly readStore: (storeId: string) => StoreRow | undefined,
-  ) {
-    this.sPage = db.prepare(
-      `SELECT c.id, c.file_id, v.vector FROM search_chunks c JOIN search_vectors v ON v.id = c.id
-       WHERE c.store_id = ? AND c.id > ? ORDER BY c.id LIMIT ${PAGE}`,
-    ).raw();
-  }
+  ) {}
 
   /**
-   * Applies a committed change to the store's loaded dense cache. The cache must be exactly one
-   * version behind; otherwise another process wrote too, and the cache is dropped (reloaded by
-   * the next dense search).
+   * Applies a change this process committed to the store's loaded cache when the cache is exactly
+   * one version behind; otherwise someone else wrote too, and the next search catches up.
    */
   apply(storeId: string, ord: number, version: number, ops: DenseOp[]): void {
     const entry = this.entries.get(storeId);
     if (!entry) return;
     const state = entry.state;
-    if (state.ord !== ord || state.version !== version - 1) {
-      this.discard(storeId);
-      return;
-    }
+    if (state.loading && !this.source.pagesReadAtOnce) return;
+    if (state.ord !== ord || state.version !== version - 1) return;
     state.version = version;
     for (const op of ops) {
       if ("add" in op) state.add(op.add, op.fileId, op.vector);
@@ -77,50 +115,76 @@ export class DenseCache {
 
   /** Forgets a dropped store's cache, deleting its graph file. */
   drop(storeId: string): void {
-    const entry = this.entries.get(storeId);
-    if (!entry) return;
-    entry.state.close(true);
+    this.entries.get(storeId)?.state.close(true);
     this.entries.delete(storeId);
   }
 
   /**
-   * The store's dense cache, loaded on first use. When another process changed (or dropped) the
-   * store while it loaded, it is loaded once more and that is served as it stands: a search never
-   * waits on a store another process keeps writing.
+   * The store's cache, loaded on first use and brought to (at least) the version of `row`, then
+   * marked most recently used.
    */
-  async get(storeId: string, row: StoreRow): Promise<DenseStore> {
-    const entry = await this.ready(storeId, row);
-    const now = this.readStore(storeId);
-    const current = this.entries.get(storeId) === entry && (!now || now.version === entry.state.version);
-    if (current || !now) return entry.state;
-    if (this.entries.get(storeId) === entry) this.discard(storeId);
-    return (await this.ready(storeId, now)).state;
-  }
-
-  private async ready(storeId: string, row: StoreRow): Promise<DenseEntry> {
+  async get(storeId: string, row: Row): Promise<DenseStore> {
     let entry = this.entries.get(storeId);
     if (entry && entry.state.ord !== row.ord) {
-      this.discard(storeId);
+      this.discard(storeId); // the store was dropped and made again: another store
       entry = undefined;
     }
     if (!entry) entry = this.load(storeId, row);
-    await entry.ready;
-    return entry;
+    const e = entry;
+    await e.sync;
+    if (e.state.version < row.version) {
+      e.sync = e.sync.then(() => this.catchUp(storeId, e, row)).catch((err) => {
+        // Not kept half caught up: the next search loads the store afresh.
+        if (this.entries.get(storeId) === e) this.discard(storeId);
+        throw err;
+      });
+      await e.sync;
+    }
+    const now = this.entries.get(storeId);
+    // The catch-up could not read the changes and swapped in a fresh load: serve that.
+    if (now && now !== e && now.state.ord === row.ord) {
+      await now.sync;
+      this.touch(storeId, now);
+      return now.state;
+    }
+    this.touch(storeId, e);
+    return e.state;
   }
 
-  private load(storeId: string, row: StoreRow): DenseEntry {
-    const state = new DenseStore(row.ord, row.version, this.opts);
-    const entry: DenseEntry = { state, ready: Promise.resolve() };
+  /**
+   * Marks the store most recently used (the map keeps insertion order), then unloads the least
+   * recently used loaded stores while all of them together hold more than `cacheBytes`. The store
+   * just used stays, whatever its size; a search still running on an unloaded store finishes on
+   * its vectors (without the graph, by the exact scan).
+   */
+  private touch(storeId: string, entry: DenseEntry): void {
+    if (this.entries.get(storeId) !== entry) return;
+    this.entries.delete(storeId);
     this.entries.set(storeId, entry);
-    // Paged by rowid with a yield between pages: a 100k-chunk store (200 MB of vectors) must not
-    // stall the event loop. Changes committed meanwhile are applied to the half-loaded cache;
-    // add/remove are idempotent by rowid, so a row seen twice is harmless.
-    entry.ready = (async () => {
+    let total = 0;
+    for (const e of this.entries.values()) total += e.state.bytes;
+    for (const [id, e] of this.entries) {
+      if (total <= this.opts.cacheBytes) break;
+      if (id === storeId || e.state.loading) continue;
+      total -= e.state.bytes;
+      this.discard(id);
+      this.evictions++;
+    }
+  }
+
+  private load(storeId: string, row: Row): DenseEntry {
+    this.reads.full++;
+    const state = new DenseStore(row.ord, row.version, this.opts);
+    const entry: DenseEntry = { state, sync: Promise.resolve() };
+    this.entries.set(storeId, entry);
+    // Paged by label with a yield between pages: a 100k-chunk store (200 MB of vectors) must not
+    // stall the event loop. add/remove are idempotent by label, so a row seen twice is harmless.
+    entry.sync = (async () => {
       let after = 0;
       for (;;) {
         if (this.closed || this.entries.get(storeId) !== entry) return;
-        const rows = this.sPage.all(storeId, after) as Array<[number, string, Buffer]>;
-        for (const [id, fileId, blob] of rows) state.add(id, fileId, blob);
+        const rows = await this.source.page(row, after, PAGE);
+        for (const [label, fileId, vector] of rows) state.add(label, fileId, vector);
         if (rows.length < PAGE) break;
         after = rows[rows.length - 1]![0];
         await new Promise((r) => setImmediate(r));
@@ -134,6 +198,26 @@ export class DenseCache {
       throw err;
     });
     return entry;
+  }
+
+  /** Applies the changes after the cache's version; reloads the store when the source cannot read them. */
+  private async catchUp(storeId: string, entry: DenseEntry, row: Row): Promise<void> {
+    const state = entry.state;
+    if (this.closed || this.entries.get(storeId) !== entry || state.version >= row.version) return;
+    const changes = await this.source.changesSince(row, state.version);
+    if (this.closed || this.entries.get(storeId) !== entry) return;
+    if (!changes) {
+      this.discard(storeId);
+      await this.load(storeId, row).sync;
+      return;
+    }
+    this.reads.delta++;
+    for (const op of changes.ops) {
+      if ("add" in op) state.add(op.add, op.fileId, op.vector);
+      else state.remove(op.remove);
+    }
+    state.version = Math.max(state.version, changes.version);
+    state.maintain();
   }
 
   /** The dense cache of a store, as it stands. */
@@ -150,10 +234,10 @@ export class DenseCache {
     };
   }
 
-  /** Waits for every loaded store's load and background graph work (builds, drains). */
+  /** Waits for every loaded store's load, catch-up and background graph work (builds, drains). */
   async settle(): Promise<void> {
     for (const entry of [...this.entries.values()]) {
-      await entry.ready;
+      await entry.sync;
       await entry.state.settle();
     }
   }

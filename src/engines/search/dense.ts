@@ -33,6 +33,11 @@ export interface DenseOptions {
   efSearch: number;
   /** Where built graphs are kept; null: a temporary file per build, deleted once loaded. */
   indexDir: string | null;
+  /**
+   * Bytes the loaded stores' vectors and graphs may take together; past it the stores searched
+   * least recently are unloaded (reloaded from SQLite and the graph file on their next search).
+   */
+  cacheBytes: number;
 }
 
 /** A ranked candidate: rowid and cosine similarity (dot product of normalised vectors). */
@@ -185,6 +190,11 @@ export class DenseStore {
     private readonly opts: DenseOptions,
   ) {
     this.version = version;
+  }
+
+  /** Memory this cache holds: the vectors (4 bytes a dimension) and, with a graph, its copy and links. */
+  get bytes(): number {
+    return this.size * this.dim * 4 * (this.ann ? 2 : 1) + (this.ann ? this.size * this.opts.m * 2 * 4 : 0);
   }
 
   get annState(): AnnState {

@@ -1,7 +1,7 @@
 /**
  * The search engine behind vector stores (spec 4.3/4.4), as an interface: the embedded SQLite
- * implementation is `SqliteSearchIndex` (sqlite-index.ts); a PostgreSQL + pgvector one can follow
- * without touching the service. No HTTP in it. README.md beside this file has the semantics.
+ * implementation is `SqliteSearchIndex` (sqlite-index.ts), the shared one `PostgresSearchIndex`
+ * (postgres/); the service sees only this interface. No HTTP in it. README.md beside this file has the semantics.
  */
 
 /** A file's attribute value (spec: string up to 512 chars, number or boolean). */

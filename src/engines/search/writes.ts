@@ -1,16 +1,14 @@
 /**
- * The index's writes, each one SQLite transaction: chunks (text, vector, FTS row), file
- * attributes, and the store's counters and version. Each returns what the façade needs to bring a
- * loaded dense cache along (dense-cache.ts) and to size the FTS merge step that follows.
+ * What every engine's writes share: the checks a batch of chunks passes before anything is
+ * written (strings, integers, attributes, vectors made unit length, one dimension), the batch's
+ * shape (a chunk id twice: the later one wins; attributes: the last chunk of each file sets
+ * them), and what a committed write hands the dense cache (dense-cache.ts). The transactions
+ * themselves are the engines': sqlite-writes.ts, postgres/writes.ts.
  */
-import type Database from "better-sqlite3";
 import type { DenseOp } from "./dense-cache.js";
-import type { FtsTables } from "./fts-tables.js";
-import type { StoreRow } from "./schema.js";
-import { sqlValue, typeTag } from "./sql-filter.js";
 import type { Attributes, ChunkInput } from "./types.js";
 
-/** A committed change: the store's ord, its new version, the dense cache's ops, and the text bytes written. */
+/** A committed change: the store's ord, its new version, the dense cache's ops, and the text and vector bytes written. */
 export interface Committed {
   ord: number;
   version: number;
@@ -40,161 +38,44 @@ export function normalised(v: Float32Array, what: string): Float32Array {
   return out;
 }
 
-const vectorBlob = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+/** A vector's float32 little-endian bytes, as both engines store them. */
+export const vectorBytes = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
 
-interface ChunkRow {
+/** A chunk that passed the checks: its unit-length vector, and the bytes it counts for (text + vector). */
+export interface CheckedChunk {
   c: ChunkInput;
-  attributes: Attributes;
   vector: Float32Array | undefined;
   bytes: number;
 }
 
-/** Checks every chunk before anything is written: the rows to write and their common dimension. */
-function chunkRows(chunks: ChunkInput[]): { rows: ChunkRow[]; dim: number | null } {
-  const rows = chunks.map((c, i) => {
+export interface CheckedBatch {
+  /** One per chunk id, the last one given, in the order the ids first appear. */
+  chunks: CheckedChunk[];
+  /** The vectors' common dimension; null when no chunk has a vector. */
+  dim: number | null;
+  /** Each file's attributes: the last chunk of the file in the batch sets them. */
+  fileAttributes: Map<string, Attributes>;
+  /** Text and vector bytes of the chunks written. */
+  bytes: number;
+}
+
+/** Checks every chunk before anything is written. */
+export function checkChunks(input: ChunkInput[]): CheckedBatch {
+  const fileAttributes = new Map<string, Attributes>();
+  const byId = new Map<string, CheckedChunk>();
+  const dims = new Set<number>();
+  input.forEach((c, i) => {
     const what = `chunks[${i}]`;
     if (typeof c.chunkId !== "string" || typeof c.fileId !== "string" || typeof c.text !== "string") {
       throw new TypeError(`${what}: chunkId, fileId and text must be strings`);
     }
-    const attributes = checkAttributes(c.attributes, what);
+    if (!Number.isInteger(c.index) || !Number.isInteger(c.tokens)) throw new TypeError(`${what}: index and tokens must be integers`);
+    fileAttributes.set(c.fileId, checkAttributes(c.attributes, what));
     const vector = c.vector ? normalised(c.vector, what) : undefined;
-    const bytes = Buffer.byteLength(c.text) + (vector ? vector.byteLength : 0);
-    return { c, attributes, vector, bytes };
+    if (vector) dims.add(vector.length);
+    byId.set(c.chunkId, { c, vector, bytes: Buffer.byteLength(c.text) + (vector ? vector.byteLength : 0) });
   });
-  const dims = new Set(rows.filter((r) => r.vector).map((r) => r.vector!.length));
+  const chunks = [...byId.values()];
   if (dims.size > 1) throw new RangeError(`chunks: vectors of different lengths (${[...dims].join(", ")})`);
-  return { rows, dim: dims.size ? [...dims][0]! : null };
-}
-
-export class IndexWrites {
-  private readonly sStore: Database.Statement;
-  private readonly sEnsureStore: Database.Statement;
-  private readonly sSetDim: Database.Statement;
-  private readonly sBump: Database.Statement;
-  private readonly sDeleteChunk: Database.Statement;
-  private readonly sInsertChunk: Database.Statement;
-  private readonly sInsertVector: Database.Statement;
-  private readonly sDeleteVector: Database.Statement;
-  private readonly sDeleteFileChunks: Database.Statement;
-  private readonly sUpsertFile: Database.Statement;
-  private readonly sDeleteFile: Database.Statement;
-  private readonly sDeleteAttrs: Database.Statement;
-  private readonly sInsertAttr: Database.Statement;
-
-  constructor(
-    private readonly db: Database.Database,
-    private readonly fts: FtsTables,
-  ) {
-    this.sStore = db.prepare(`SELECT ord, dim, version, chunks, bytes FROM search_stores WHERE store_id = ?`);
-    this.sEnsureStore = db.prepare(`INSERT INTO search_stores (store_id) VALUES (?) ON CONFLICT (store_id) DO NOTHING`);
-    this.sSetDim = db.prepare(`UPDATE search_stores SET dim = ? WHERE store_id = ? AND dim IS NULL`);
-    this.sBump = db.prepare(
-      `UPDATE search_stores SET chunks = chunks + ?, bytes = bytes + ?, version = version + 1 WHERE store_id = ? RETURNING version`,
-    ).pluck();
-    this.sDeleteChunk = db.prepare(`DELETE FROM search_chunks WHERE store_id = ? AND chunk_id = ? RETURNING id, bytes`).raw();
-    this.sInsertChunk = db.prepare(
-      `INSERT INTO search_chunks (store_id, chunk_id, file_id, idx, tokens, bytes, text)
-       VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-    ).pluck();
-    this.sInsertVector = db.prepare(`INSERT INTO search_vectors (id, vector) VALUES (?, ?)`);
-    this.sDeleteVector = db.prepare(`DELETE FROM search_vectors WHERE id = ?`);
-    this.sDeleteFileChunks = db.prepare(`DELETE FROM search_chunks WHERE store_id = ? AND file_id = ? RETURNING id, bytes`).raw();
-    this.sUpsertFile = db.prepare(
-      `INSERT INTO search_files (store_id, file_id, attributes) VALUES (?, ?, ?)
-       ON CONFLICT (store_id, file_id) DO UPDATE SET attributes = excluded.attributes`,
-    );
-    this.sDeleteFile = db.prepare(`DELETE FROM search_files WHERE store_id = ? AND file_id = ?`);
-    this.sDeleteAttrs = db.prepare(`DELETE FROM search_attrs WHERE store_id = ? AND file_id = ?`);
-    this.sInsertAttr = db.prepare(`INSERT INTO search_attrs (store_id, file_id, key, type, value) VALUES (?, ?, ?, ?, ?)`);
-  }
-
-  /** Adds (or replaces, by chunk id) chunks; null when there are none. Validates everything before writing anything. */
-  addChunks(storeId: string, chunks: ChunkInput[]): Committed | null {
-    if (chunks.length === 0) return null;
-    const { rows, dim } = chunkRows(chunks);
-    const committed = this.db.transaction(() => {
-      if (this.sEnsureStore.run(storeId).changes > 0) this.fts.create((this.sStore.get(storeId) as StoreRow).ord);
-      const storeOrd = (this.sStore.get(storeId) as StoreRow).ord;
-      const fts = this.fts.of(storeOrd);
-      this.fts.tune(storeOrd);
-      if (dim !== null) {
-        this.sSetDim.run(dim, storeId);
-        const stored = (this.sStore.get(storeId) as StoreRow).dim;
-        if (stored !== dim) throw new RangeError(`chunks: vectors have ${dim} dimensions; the store's have ${stored}`);
-      }
-      const ops: DenseOp[] = [];
-      let dChunks = 0;
-      let dBytes = 0;
-      for (const r of rows) {
-        for (const [id, bytes] of this.sDeleteChunk.all(storeId, r.c.chunkId) as Array<[number, number]>) {
-          fts.remove.run(id);
-          this.sDeleteVector.run(id);
-          ops.push({ remove: id });
-          dChunks--;
-          dBytes -= bytes;
-        }
-        const id = this.sInsertChunk.get(
-          storeId, r.c.chunkId, r.c.fileId, r.c.index, r.c.tokens, r.bytes, r.c.text,
-        ) as number;
-        if (r.vector) this.sInsertVector.run(id, vectorBlob(r.vector));
-        fts.insert.run(id, r.c.text);
-        if (r.vector) ops.push({ add: id, fileId: r.c.fileId, vector: r.vector });
-        dChunks++;
-        dBytes += r.bytes;
-      }
-      // Attributes belong to the file; the last chunk of each file in the batch sets them.
-      const fileAttrs = new Map<string, Attributes>();
-      for (const r of rows) fileAttrs.set(r.c.fileId, r.attributes);
-      for (const [fileId, attributes] of fileAttrs) this.writeAttributes(storeId, fileId, attributes);
-      const version = this.sBump.get(dChunks, dBytes, storeId) as number;
-      const { ord } = this.sStore.get(storeId) as StoreRow;
-      return { ord, version, ops };
-    }).immediate();
-    return { ...committed, bytes: rows.reduce((n, r) => n + r.bytes, 0) };
-  }
-
-  /** Removes a file's chunks and attributes; null when the store had no chunk of it. */
-  removeFile(storeId: string, fileId: string): Committed | null {
-    return this.db.transaction(() => {
-      const store = this.sStore.get(storeId) as StoreRow | undefined;
-      const removed = this.sDeleteFileChunks.all(storeId, fileId) as Array<[number, number]>;
-      this.sDeleteAttrs.run(storeId, fileId);
-      this.sDeleteFile.run(storeId, fileId);
-      if (!store || removed.length === 0) return null;
-      const fts = this.fts.of(store.ord);
-      for (const [id] of removed) {
-        fts.remove.run(id);
-        this.sDeleteVector.run(id);
-      }
-      const bytes = removed.reduce((s, [, b]) => s + b, 0);
-      const version = this.sBump.get(-removed.length, -bytes, storeId) as number;
-      return { ord: store.ord, version, ops: removed.map(([id]) => ({ remove: id })), bytes };
-    }).immediate();
-  }
-
-  updateAttributes(storeId: string, fileId: string, attributes: Attributes): void {
-    const attrs = checkAttributes(attributes, "attributes");
-    this.db.transaction(() => this.writeAttributes(storeId, fileId, attrs)).immediate();
-  }
-
-  /** Deletes everything of a store, its FTS table included: the store's ord, or undefined when it had none. */
-  dropStore(storeId: string): number | undefined {
-    return this.db.transaction(() => {
-      this.db.prepare(`DELETE FROM search_vectors WHERE id IN (SELECT id FROM search_chunks WHERE store_id = ?)`).run(storeId);
-      this.db.prepare(`DELETE FROM search_chunks WHERE store_id = ?`).run(storeId);
-      this.db.prepare(`DELETE FROM search_attrs WHERE store_id = ?`).run(storeId);
-      this.db.prepare(`DELETE FROM search_files WHERE store_id = ?`).run(storeId);
-      const ord = this.db.prepare(`DELETE FROM search_stores WHERE store_id = ? RETURNING ord`).pluck().get(storeId) as number | undefined;
-      if (ord !== undefined) this.fts.drop(ord);
-      return ord;
-    }).immediate();
-  }
-
-  private writeAttributes(storeId: string, fileId: string, attributes: Attributes): void {
-    this.sUpsertFile.run(storeId, fileId, JSON.stringify(attributes));
-    this.sDeleteAttrs.run(storeId, fileId);
-    for (const [key, value] of Object.entries(attributes)) {
-      this.sInsertAttr.run(storeId, fileId, key, typeTag(value), sqlValue(value));
-    }
-  }
+  return { chunks, dim: dims.size ? [...dims][0]! : null, fileAttributes, bytes: chunks.reduce((n, r) => n + r.bytes, 0) };
 }
