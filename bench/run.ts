@@ -19,14 +19,17 @@
  * Atrium runs with the default ATRIUM_LOG_LEVEL=info (one JSON line per request, to a file) for the
  * main figures: the default is what users run. A second Atrium at `warn` (no request log) is then
  * measured in windows interleaved with the first, to show what the request log costs (target:
- * info ≥ 0.9× warn).
+ * info ≥ 0.92× warn).
  *
- * Rows and targets (from the issue):
- *   REST GET /v1/models, REST POST /v1/uploads       vs a bare Fastify route calling the same
- *                                                    implementation (same storage work)  ≥ 0.7×
- *   Connect unary ListModels, JSON and binary         vs the same bare GET route          ≥ 0.5×
- *   + the same for GetModel of a built-in model (no storage work: the transport alone), and, for
- *     reference, stock @connectrpc/connect-fastify serving the same implementation
+ * Rows and targets (issue 21, item 2; the default config: info log, rate limits and metrics on):
+ *   REST GET /v1/models                              vs a bare Fastify route calling the same
+ *                                                    implementation (same storage work)  ≥ 0.85×
+ *   REST POST /v1/uploads                            the same, two inserts               ≥ 0.7×
+ *   Connect unary ListModels, JSON and binary         vs the same bare GET route          ≥ 0.8×
+ *   REST GET /v1/models/gpt-4o (a built-in model: no storage work, the transport alone)
+ *                                                    vs the bare GET /v1/models/:model   ≥ 0.75×
+ *   Connect unary GetModel, JSON and binary           vs the same bare route              ≥ 0.6×
+ *   + for reference, stock @connectrpc/connect-fastify serving the same implementation
  *   file download (GET /v1/files/{id}/content)        vs the best of fs.createReadStream routes
  *                                                    with 64 KiB and 1 MiB chunks        ≥ 0.8×
  *   multipart upload (POST /v1/files)                 vs the best of a busboy-to-disk route and
@@ -37,15 +40,34 @@
  *
  * Where the time goes: bench/profile.ts (CPU profile of one request shape under load).
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { Loader, arg, children, freePort, median } from "./harness.js";
+import {
+  BENCH_API_KEY,
+  Loader,
+  arg,
+  checkOnce,
+  endRun,
+  fmt,
+  freePort,
+  measureHttp,
+  median,
+  printRows,
+  reportExited,
+  resetPeak,
+  rssOf,
+  row,
+  startAtrium,
+  startServer,
+  stopServer,
+  warmUp,
+  type HttpLoad,
+  type HttpResult,
+  type HttpTarget,
+  type Server,
+} from "./harness.js";
 
-const ROOT = path.resolve(fileURLToPath(new URL("..", import.meta.url)));
-const API_KEY = "sk-atrium-bench-standard-key-000001";
 
 const RUNS = Number(arg("runs", "3"));
 const WINDOW_S = Number(arg("window", "2"));
@@ -56,58 +78,6 @@ const FILE_BYTES = Number(arg("file-mb", "512")) * 1024 * 1024;
 const LOG_LEVEL = arg("log-level", "info");
 const ONLY = arg("only", "");
 const INFO_LOGGING = !process.argv.includes("--no-info-logging");
-
-
-
-
-interface Server {
-  name: string;
-  url: string;
-  proc: ChildProcess;
-  logFile: string;
-}
-
-async function startServer(name: string, cmd: string[], env: Record<string, string>, url: string, logFile: string): Promise<Server> {
-  const log = fs.openSync(logFile, "w");
-  const proc = spawn("taskset", ["-c", "0", ...cmd], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", log, log] });
-  fs.closeSync(log);
-  children.push(proc);
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`${name} exited (${proc.exitCode ?? proc.signalCode}):\n${fs.readFileSync(logFile, "utf8").slice(-4000)}`);
-    try {
-      const r = await fetch(`${url}/healthz`);
-      await r.arrayBuffer();
-      if (r.status === 200 || r.status === 404) break;
-    } catch {}
-    if (Date.now() > deadline) throw new Error(`${name} did not start:\n${fs.readFileSync(logFile, "utf8").slice(-4000)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { name, url, proc, logFile };
-}
-
-async function stop(s: Server) {
-  if (s.proc.exitCode !== null) return;
-  const exited = new Promise((r) => s.proc.once("exit", r));
-  s.proc.kill("SIGTERM");
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
-}
-
-async function startAtrium(dir: string, logLevel: string, tag: string): Promise<Server> {
-  const port = await freePort();
-  const dataDir = path.join(dir, `atrium-${tag}-${logLevel}`);
-  // Rate limits far above the load: every request takes the limiter's path, none is refused
-  // (the default 10,000 requests per minute would refuse most of a bench window).
-  const config = path.join(dir, `atrium-${tag}-${logLevel}.json`);
-  fs.writeFileSync(config, JSON.stringify({ organizations: [{ id: "org-default", rate_limits: { requests_per_minute: 1e9, tokens_per_minute: 1e9, uploads_per_minute: 1e9 }, projects: [{ id: "proj_default" }] }] }));
-  return startServer(
-    `atrium (log ${logLevel})`,
-    [process.execPath, "dist/src/main.js"],
-    { ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: String(port), ATRIUM_DATA_DIR: dataDir, ATRIUM_API_KEY: API_KEY, ATRIUM_LOG_LEVEL: logLevel, ATRIUM_CONFIG: config },
-    `http://127.0.0.1:${port}`,
-    path.join(dir, `atrium-${tag}-${logLevel}.log`),
-  );
-}
 
 async function startBare(dir: string, tag: string): Promise<Server> {
   const port = await freePort();
@@ -123,17 +93,8 @@ async function startBare(dir: string, tag: string): Promise<Server> {
 
 // ---------- what is measured ----------
 
-interface HttpTarget {
-  key: string;
-  server: () => Server;
-  path: string;
-  method: string;
-  headers: Record<string, string>;
-  body?: string;
-  bodyBase64?: string;
-}
-
-const auth = { authorization: `Bearer ${API_KEY}` };
+const auth = { authorization: `Bearer ${BENCH_API_KEY}` };
+const LOAD: HttpLoad = { connections: CONNECTIONS, pipelining: PIPELINING, warmupS: WARMUP_S, windowS: WINDOW_S };
 const uploadBody = JSON.stringify({ bytes: 1024, filename: "bench.jsonl", mime_type: "application/jsonl", purpose: "batch" });
 
 function httpTargets(atrium: () => Server, bare: () => Server): HttpTarget[] {
@@ -160,101 +121,6 @@ function httpTargets(atrium: () => Server, bare: () => Server): HttpTarget[] {
   ];
 }
 
-async function checkOnce(t: HttpTarget) {
-  const r = await fetch(t.server().url + t.path, {
-    method: t.method,
-    headers: t.headers,
-    body: t.bodyBase64 !== undefined ? Buffer.from(t.bodyBase64, "base64") : t.body,
-  });
-  const b = Buffer.from(await r.arrayBuffer());
-  if (r.status !== 200) throw new Error(`${t.key}: HTTP ${r.status}: ${b.toString().slice(0, 500)}`);
-  return b.length;
-}
-
-/** CPU seconds (user + system) a process has used so far. */
-function cpuSeconds(pid: number): number {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
-}
-
-interface HttpResult {
-  rps: number;
-  /** Server CPU time per request (µs) over the measured window. */
-  cpuUs: number;
-}
-
-function httpJob(t: HttpTarget, seconds: number) {
-  return {
-    kind: "http",
-    url: t.server().url + t.path,
-    method: t.method,
-    headers: t.headers,
-    body: t.body,
-    bodyBase64: t.bodyBase64,
-    connections: CONNECTIONS,
-    pipelining: PIPELINING,
-    warmupS: 0,
-    windowS: seconds,
-  };
-}
-
-/** Load without measuring: the first requests of a path run unoptimized code (JIT). */
-async function warmUp(loader: Loader, t: HttpTarget, seconds: number) {
-  await loader.run(httpJob(t, seconds));
-}
-
-async function measureHttp(loader: Loader, t: HttpTarget): Promise<HttpResult> {
-  const pid = t.server().proc.pid!;
-  if (WARMUP_S > 0) await warmUp(loader, t, WARMUP_S);
-  const c0 = cpuSeconds(pid);
-  const r = await loader.run(httpJob(t, WINDOW_S));
-  const cpu = cpuSeconds(pid) - c0;
-  if (r.non2xx || r.errors) throw new Error(`${t.key}: ${r.non2xx} non-2xx responses, ${r.errors} errors`);
-  return { rps: r.rps, cpuUs: (cpu / r.total) * 1e6 };
-}
-
-// ---------- RSS ----------
-
-function rssOf(pid: number): { rss: number; hwm: number } {
-  const s = fs.readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, "m").exec(s)?.[1] ?? NaN) * 1024;
-  return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
-}
-
-/** Resets the kernel's peak-RSS mark (VmHWM); false where not permitted. */
-function resetPeak(pid: number): boolean {
-  try {
-    fs.writeFileSync(`/proc/${pid}/clear_refs`, "5");
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-// ---------- output ----------
-
-const fmt = (n: number, unit: string) => (unit === "req/s" ? `${Math.round(n).toLocaleString("en-US")} req/s` : `${n.toFixed(0)} MB/s`);
-const rows: string[][] = [];
-/** One row; `cpu` adds the server CPU time per request of both sides and their ratio. */
-function row(name: string, base: string, baseV: number, atrium: number, unit: string, target: number, cpu?: { base: number; atrium: number }) {
-  const ratio = atrium / baseV;
-  const r = [name, `${fmt(atrium, unit)}`, `${fmt(baseV, unit)} (${base})`, `${ratio.toFixed(2)}×`, `≥ ${target}×`, ratio >= target ? "yes" : "NO"];
-  if (cpu) r.push(`${cpu.atrium.toFixed(0)} vs ${cpu.base.toFixed(0)} µs → ${(cpu.base / cpu.atrium).toFixed(2)}×`);
-  rows.push(r);
-}
-function printRows(title: string) {
-  const head = ["case", "Atrium", "baseline (same run)", "ratio", "target", "meets"];
-  if (rows.some((r) => r.length > head.length)) head.push("server CPU/request, Atrium vs baseline → ratio");
-  const all = [head, ...rows.map((r) => [...r, ...Array(head.length - r.length).fill("")])];
-  const w = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
-  console.log(`\n${title}`);
-  for (const [i, r] of all.entries()) {
-    console.log(("  " + r.map((c, j) => c.padEnd(w[j]!)).join("  ")).trimEnd());
-    if (i === 0) console.log("  " + w.map((n) => "-".repeat(n)).join("  "));
-  }
-  rows.length = 0;
-}
-
 // ---------- main ----------
 
 async function main() {
@@ -269,31 +135,25 @@ async function main() {
   const track = (s: Server) => (servers.push(s), s);
   try {
     if (ONLY !== "files") {
-      const atrium = track(await startAtrium(dir, LOG_LEVEL, "http"));
+      const atrium = track(await startAtrium(dir, "http", { logLevel: LOG_LEVEL }));
       const bare = track(await startBare(dir, "http"));
       await httpBench(loader, dir, atrium, bare);
-      await stop(atrium);
-      await stop(bare);
+      await stopServer(atrium);
+      await stopServer(bare);
       console.log(`  (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
     }
     if (ONLY !== "http") {
       // Fresh processes, so the RSS figures are the file transfers' and not the request phase's.
-      const atrium = track(await startAtrium(dir, LOG_LEVEL, "files"));
+      const atrium = track(await startAtrium(dir, "files", { logLevel: LOG_LEVEL }));
       const bare = track(await startBare(dir, "files"));
       await fileBench(loader, atrium, bare);
     }
   } catch (e) {
-    // A server that died mid-run (e.g. dist/ rebuilt under it by a concurrent `npm run build`)
-    // shows up as refused connections; say which one and why.
-    for (const s of servers)
-      if (s.proc.exitCode !== null || s.proc.signalCode !== null)
-        console.error(`\n${s.name} exited (${s.proc.exitCode ?? s.proc.signalCode}); its log ends:\n${fs.readFileSync(s.logFile, "utf8").slice(-3000)}`);
+    // A server that died mid-run (e.g. dist/ rebuilt under it by a concurrent `npm run build`).
+    reportExited(servers);
     throw e;
   } finally {
-    loader.close();
-    for (const c of children) if (c.exitCode === null) c.kill("SIGTERM");
-    await new Promise((r) => setTimeout(r, 300));
-    fs.rmSync(dir, { recursive: true, force: true });
+    await endRun(loader, dir);
   }
   console.log(`\nwall time ${((Date.now() - t0) / 1000).toFixed(0)} s`);
 }
@@ -301,20 +161,20 @@ async function main() {
 async function httpBench(loader: Loader, dir: string, atrium: Server, bare: Server) {
   const targets = httpTargets(() => atrium, () => bare);
   for (const t of targets) await checkOnce(t);
-  for (const t of targets) await warmUp(loader, t, 0.75);
+  for (const t of targets) await warmUp(loader, t, 0.75, LOAD);
   const results = new Map<string, HttpResult[]>(targets.map((t) => [t.key, []]));
-  for (let run = 0; run < RUNS; run++) for (const t of targets) results.get(t.key)!.push(await measureHttp(loader, t));
+  for (let run = 0; run < RUNS; run++) for (const t of targets) results.get(t.key)!.push(await measureHttp(loader, t, LOAD));
   const m = (k: string) => median(results.get(k)!.map((r) => r.rps));
   const c = (k: string) => median(results.get(k)!.map((r) => r.cpuUs));
   const line = (name: string, base: string, atrium: string, target: number) =>
     row(name, base, m(base), m(atrium), "req/s", target, { base: c(base), atrium: c(atrium) });
-  line("REST GET /v1/models", "bare GET /v1/models", "REST GET /v1/models", 0.7);
+  line("REST GET /v1/models", "bare GET /v1/models", "REST GET /v1/models", 0.85);
   line("REST POST /v1/uploads", "bare POST /v1/uploads", "REST POST /v1/uploads", 0.7);
-  line("Connect unary ListModels, JSON", "bare GET /v1/models", "Connect JSON ListModels", 0.5);
-  line("Connect unary ListModels, binary", "bare GET /v1/models", "Connect binary ListModels", 0.5);
-  line("REST GET /v1/models/gpt-4o", "bare GET /v1/models/gpt-4o", "REST GET /v1/models/gpt-4o", 0.7);
-  line("Connect unary GetModel, JSON", "bare GET /v1/models/gpt-4o", "Connect JSON GetModel", 0.5);
-  line("Connect unary GetModel, binary", "bare GET /v1/models/gpt-4o", "Connect binary GetModel", 0.5);
+  line("Connect unary ListModels, JSON", "bare GET /v1/models", "Connect JSON ListModels", 0.8);
+  line("Connect unary ListModels, binary", "bare GET /v1/models", "Connect binary ListModels", 0.8);
+  line("REST GET /v1/models/gpt-4o", "bare GET /v1/models/gpt-4o", "REST GET /v1/models/gpt-4o", 0.75);
+  line("Connect unary GetModel, JSON", "bare GET /v1/models/gpt-4o", "Connect JSON GetModel", 0.6);
+  line("Connect unary GetModel, binary", "bare GET /v1/models/gpt-4o", "Connect binary GetModel", 0.6);
   printRows(
     `Request rate, Atrium with ATRIUM_LOG_LEVEL=${LOG_LEVEL}. ListModels/POST do storage work (a SQLite query / two inserts) on both sides;\n` +
       `GetModel of a built-in model does none, so its rows show the transport alone. CPU/request is the server's user+system time\n` +
@@ -330,30 +190,30 @@ async function httpBench(loader: Loader, dir: string, atrium: Server, bare: Serv
     // The request log's cost: the same server at the other level, windows interleaved with the
     // main one so drift hits both alike.
     const otherLevel = LOG_LEVEL === "info" ? "warn" : "info";
-    const other = await startAtrium(dir, otherLevel, "http");
+    const other = await startAtrium(dir, "http", { logLevel: otherLevel });
     try {
       const ot = httpTargets(() => other, () => bare);
       const pick = (ts: HttpTarget[], k: string) => ts.find((t) => t.key === k)!;
       const keys = ["REST GET /v1/models", "Connect JSON ListModels"];
       for (const k of keys) await checkOnce(pick(ot, k));
-      for (const k of keys) await warmUp(loader, pick(ot, k), 1);
+      for (const k of keys) await warmUp(loader, pick(ot, k), 1, LOAD);
       const mine = new Map<string, HttpResult[]>(keys.map((k) => [k, []]));
       const theirs = new Map<string, HttpResult[]>(keys.map((k) => [k, []]));
       for (let run = 0; run < RUNS; run++)
         for (const k of keys) {
-          mine.get(k)!.push(await measureHttp(loader, pick(targets, k)));
-          theirs.get(k)!.push(await measureHttp(loader, pick(ot, k)));
+          mine.get(k)!.push(await measureHttp(loader, pick(targets, k), LOAD));
+          theirs.get(k)!.push(await measureHttp(loader, pick(ot, k), LOAD));
         }
       const med = (m: Map<string, HttpResult[]>, k: string, f: (r: HttpResult) => number) => median(m.get(k)!.map(f));
       const [info, warn] = LOG_LEVEL === "info" ? [mine, theirs] : [theirs, mine];
       for (const k of keys)
-        row(`${k}, log info vs warn`, `same at warn`, med(warn, k, (r) => r.rps), med(info, k, (r) => r.rps), "req/s", 0.9, {
+        row(`${k}, log info vs warn`, `same at warn`, med(warn, k, (r) => r.rps), med(info, k, (r) => r.rps), "req/s", 0.92, {
           base: med(warn, k, (r) => r.cpuUs),
           atrium: med(info, k, (r) => r.cpuUs),
         });
       printRows("The request log's cost: Atrium at the default ATRIUM_LOG_LEVEL=info (one line per request, to a file) against the same at warn, interleaved windows");
     } finally {
-      await stop(other);
+      await stopServer(other);
     }
   }
 }

@@ -17,6 +17,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -246,7 +247,7 @@ async function main(): Promise<void> {
   const encArg = arg("--encoding", "o200k_base");
   const encs: Enc[] = encArg === "all" ? ["o200k_base", "cl100k_base"] : [encArg as Enc];
   const script = fileURLToPath(import.meta.url);
-  console.log(`node ${process.version}, ${runs} timed runs per text, ~${bytes / 1e6} MB per text, MB = 10^6 bytes of UTF-8`);
+  console.log(`node ${process.version}, ${runs} timed runs per text, ~${bytes / 1e6} MB per text, MB = 10^6 bytes of UTF-8; load average ${loadavg()[0]!.toFixed(2)} on ${cpus().length} CPUs`);
   for (const enc of encs) {
     const rows: Record<string, any>[] = [];
     for (const c of CANDIDATES) {
@@ -262,7 +263,7 @@ async function main(): Promise<void> {
       }
       rows.push(JSON.parse(line.slice(7)));
     }
-    console.log(`\n== ${enc} ==`);
+    console.log(`\n== ${enc} == (load average after the candidates: ${loadavg()[0]!.toFixed(2)})`);
     const best: Record<string, number> = {};
     for (const k of KINDS) best[k] = Math.max(...rows.map((r) => r[k].mbps));
     const head = ["candidate".padEnd(14), ...KINDS.map((k) => `${k} MB/s (×best)`.padStart(24)), "RSS start→load→end MB".padStart(22)];

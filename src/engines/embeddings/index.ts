@@ -12,3 +12,6 @@ export {
   type LocalSentenceEncoderOptions,
 } from "./provider.js";
 export { splitIntoWindows } from "./windows.js";
+export { STATIC_EMBEDDING_DIMENSIONS, STATIC_EMBEDDING_MODEL } from "./static-constants.js";
+export { StaticEmbedder, type StaticEmbedderOptions } from "./static-provider.js";
+export { LOCAL_EMBEDDING_MODELS, LOCAL_MODEL_DIMENSIONS, LocalEmbeddings } from "./local-models.js";

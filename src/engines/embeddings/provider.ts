@@ -1,17 +1,25 @@
 // LocalSentenceEncoder: the local EmbeddingsProvider (src/providers/types.ts). The model runs in a
-// pool of worker threads; this thread only splits the work into tasks, counts tokens and puts
-// the vectors back in order. See README.md beside this file.
+// pool of worker threads; this thread only cuts the work into units (units.ts), has the lane
+// scheduler (src/engines/pool/lanes.ts) run them, counts tokens and pools the vectors back in
+// order. See README.md beside this file.
 import type { EmbedOptions, EmbedResult, EmbeddingsProvider } from "../../providers/types.js";
-import { WorkerPool, workerScript } from "../pool/index.js";
+import { bulkEveryFromEnv, LaneScheduler, laneLimitsFromEnv, WorkerPool, workerScript, type Lane, type LaneLimits } from "../pool/index.js";
 import { getEncoding } from "../tokenizer/index.js";
-import { LOCAL_EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL, WINDOW_CHARS, WINDOWS_PER_PASS } from "./constants.js";
+import { LOCAL_EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL } from "./constants.js";
 import type { EncodeResult, EncodeTask } from "./task.js";
+import { cutIntoUnits, poolWindows, unitCharsFromEnv, type EncodeUnit } from "./units.js";
 
 export interface LocalSentenceEncoderOptions {
   /** Worker threads; default ATRIUM_EMBED_WORKERS, else 1. */
   workers?: number;
-  /** Time limit of one embed() call in ms (the providers config's `timeout_ms`); none if undefined. */
+  /** Time limit of one unit of work on a worker in ms (the providers config's `timeout_ms`); none if undefined. */
   timeoutMs?: number;
+  /** Most characters per unit of work; default ATRIUM_ENCODER_UNIT_CHARS, else DEFAULT_UNIT_CHARS. */
+  unitChars?: number;
+  /** Bounds of each lane's queue; default from the environment (laneLimitsFromEnv). */
+  limits?: Record<Lane, LaneLimits>;
+  /** Interactive units in a row before a waiting bulk unit goes; default ATRIUM_ENCODER_BULK_EVERY, else 8. */
+  bulkEvery?: number;
 }
 
 /** A request the local model cannot serve; `param` names the option at fault. */
@@ -25,7 +33,7 @@ export class LocalEmbeddingsError extends Error {
   }
 }
 
-/** embed() took longer than its time limit (the work left was cancelled). */
+/** A unit of embed()'s work took longer than the time limit (the work left was cancelled). */
 export class LocalEmbeddingsTimeout extends Error {
   override readonly name = "LocalEmbeddingsTimeout";
 }
@@ -61,16 +69,16 @@ export async function countEmbeddingTokens(texts: readonly string[]): Promise<nu
   return counts;
 }
 
-/** Windows an input of `chars` characters makes (an estimate: sentences pack a little looser). */
-const windowsOf = (chars: number) => Math.max(1, Math.ceil(chars / WINDOW_CHARS));
-
 export class LocalSentenceEncoder implements EmbeddingsProvider {
   readonly id = LOCAL_EMBEDDING_MODEL;
   readonly local = true;
   readonly dimensions = LOCAL_EMBEDDING_DIMENSIONS;
   /** The worker threads (exposed for tests and stats). */
   readonly pool: WorkerPool<EncodeTask, EncodeResult>;
+  /** What runs next on the workers: lanes, projects, the bounded queue (exposed for tests and stats). */
+  readonly scheduler: LaneScheduler<EncodeUnit, Float32Array>;
   private readonly timeoutMs: number | undefined;
+  private readonly unitChars: number;
   private loaded: EncodeResult["model"] | undefined;
 
   constructor(opts: LocalSentenceEncoderOptions = {}) {
@@ -82,6 +90,14 @@ export class LocalSentenceEncoder implements EmbeddingsProvider {
       resourceLimits: { maxOldGenerationSizeMb: 512 },
     });
     this.timeoutMs = opts.timeoutMs;
+    this.unitChars = opts.unitChars ?? unitCharsFromEnv();
+    this.scheduler = new LaneScheduler<EncodeUnit, Float32Array>({
+      run: (unit, signal) => this.runUnit(unit, signal),
+      slots: this.pool.size,
+      limits: opts.limits ?? laneLimitsFromEnv(),
+      bulkEvery: opts.bulkEvery ?? bulkEveryFromEnv(),
+      name: "The local sentence encoder",
+    });
   }
 
   /** How the model loaded in the first worker that ran (undefined before any work). */
@@ -97,63 +113,39 @@ export class LocalSentenceEncoder implements EmbeddingsProvider {
     if (!Number.isInteger(dims) || dims < 1 || dims > LOCAL_EMBEDDING_DIMENSIONS)
       throw new LocalEmbeddingsError("dimensions", `'${LOCAL_EMBEDDING_MODEL}' gives 1 to ${LOCAL_EMBEDDING_DIMENSIONS} dimensions, not ${dims}.`);
 
-    const timeout = this.timeoutMs === undefined ? undefined : AbortSignal.timeout(this.timeoutMs);
-    const signals = [opts.signal, timeout].filter((s): s is AbortSignal => s !== undefined);
-    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
-
     const counts = await countEmbeddingTokens(inputs);
-    const vectors = new Array<Float32Array>(inputs.length);
-    try {
-      await this.runChunks(inputs, dims, vectors, signal);
-    } catch (e) {
-      if (timeout?.aborted && !opts.signal?.aborted)
-        throw new LocalEmbeddingsTimeout(`The local sentence encoder did not finish ${inputs.length} inputs within ${this.timeoutMs} ms.`, { cause: e });
-      throw e;
-    }
+    const units = await cutIntoUnits(inputs, this.unitChars);
+    const results = await this.scheduler.submit(units, { lane: opts.lane, project: opts.project, signal: opts.signal });
+    const vectors = poolWindows(inputs.length, units, results, dims);
     const tokens = counts.reduce((a, b) => a + b, 0);
     return { vectors, model: LOCAL_EMBEDDING_MODEL, usage: { promptTokens: tokens, totalTokens: tokens } };
   }
 
   /**
-   * Cuts the inputs into tasks of about WINDOWS_PER_PASS windows, shortest inputs first (the model
-   * pads a pass to its longest row, so similar lengths share a task), and keeps at most one task
-   * per worker in flight: a large request fills every worker, yet a request that arrives after it
-   * waits behind one task per worker, not behind the whole request.
+   * One unit on a worker: its windows' full vectors. The time limit is per unit (a few hundred
+   * milliseconds of work): a worker that does not answer within it is stuck, whereas a large
+   * request is many units and is never cut short for being large.
    */
-  private async runChunks(inputs: string[], dims: number, out: Float32Array[], signal: AbortSignal | undefined): Promise<void> {
-    const order = inputs.map((_, i) => i).sort((a, b) => inputs[a]!.length - inputs[b]!.length);
-    const chunks: number[][] = [];
-    for (let start = 0; start < order.length; ) {
-      let end = start;
-      let windows = 0;
-      while (end < order.length && (end === start || windows + windowsOf(inputs[order[end]!]!.length) <= WINDOWS_PER_PASS)) {
-        windows += windowsOf(inputs[order[end]!]!.length);
-        end++;
-      }
-      chunks.push(order.slice(start, end));
-      start = end;
+  private async runUnit(unit: EncodeUnit, signal: AbortSignal | undefined): Promise<Float32Array> {
+    // One controller per unit, unhooked when it ends: a job's long-lived signal collects no
+    // listeners or dependent signals however many units the job runs.
+    const stop = new AbortController();
+    let timedOut = false;
+    const timer = this.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), stop.abort(new Error("unit timed out"))), this.timeoutMs);
+    const onAbort = () => stop.abort(signal!.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const res = await this.pool.run({ texts: unit.texts, dimensions: LOCAL_EMBEDDING_DIMENSIONS }, { signal: stop.signal });
+      this.loaded ??= res.model;
+      return res.vectors;
+    } catch (e) {
+      if (timedOut && !signal?.aborted)
+        throw new LocalEmbeddingsTimeout(`The local sentence encoder did not finish a unit of ${unit.texts.length} windows within ${this.timeoutMs} ms.`, { cause: e });
+      throw e;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
     }
-
-    let next = 0;
-    const lane = async () => {
-      while (next < chunks.length) {
-        const chunk = chunks[next++]!;
-        let res: EncodeResult;
-        try {
-          res = await this.pool.run({ texts: chunk.map((i) => inputs[i]!), dimensions: dims }, { signal });
-        } catch (e) {
-          next = chunks.length; // the other lanes take no more chunks
-          throw e;
-        }
-        this.loaded ??= res.model;
-        chunk.forEach((i, j) => (out[i] = res.vectors.subarray(j * dims, (j + 1) * dims)));
-      }
-    };
-    const lanes = Array.from({ length: Math.min(this.pool.size, chunks.length) }, lane);
-    // Every lane must stop before the error goes up, or a failed request would keep queuing work.
-    const results = await Promise.allSettled(lanes);
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
-    if (failed) throw failed.reason;
   }
 
   /** Stops the workers; pending calls fail with PoolClosedError. */

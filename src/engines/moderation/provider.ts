@@ -62,7 +62,7 @@ export class LocalModeration implements ModerationProvider {
       // A request of images only never waits for the text classifier to be prepared.
       const anyText = items.some((it) => it.texts.length > 0);
       const [text, images, models] = await Promise.all([
-        anyText ? this.text.classify(items.map((it) => it.texts.map((t) => t.text).join("\n")), signal) : [],
+        anyText ? this.text.classify(items.map((it) => it.texts.map((t) => t.text).join("\n")), signal, { lane: opts.lane, project: opts.project }) : [],
         Promise.all(items.map((it) => this.imageScores(it, signal))),
         anyText ? raceAbort(this.text.ready(), signal).then((r) => r.calibration.models) : undefined,
       ]);

@@ -21,11 +21,40 @@ export interface WorkerPoolOptions {
   /** V8 heap limits per worker: a worker over them dies as a crash, not the whole process. */
   resourceLimits?: ResourceLimits;
   /**
+   * When an idle worker is replaced by a fresh one: after `afterTasks` tasks, or once its memory
+   * (V8 heap plus external memory, WebAssembly included, measured after each task) passes
+   * `aboveMb`. Engines' WebAssembly memories and allocators only grow, so a long-lived worker
+   * keeps the peak of its largest task; replacing it returns that memory. Default: `recycleFromEnv()`.
+   */
+  recycle?: RecyclePolicy;
+  /**
    * What workers may ask of this thread by name (callHost in serve.ts): what only it has, such
    * as the storage. Arguments and results cross by structured clone; a function's result (or its
    * error's name, message and code) goes back, even to a task its caller has given up on.
    */
   host?: Record<string, (...args: any[]) => unknown>;
+}
+
+export interface RecyclePolicy {
+  afterTasks?: number;
+  aboveMb?: number;
+}
+
+/**
+ * The recycling policy from the environment: ATRIUM_WORKER_RECYCLE_TASKS (default 10000) and
+ * ATRIUM_WORKER_RECYCLE_MB (default 256); 0 turns either off.
+ */
+export function recycleFromEnv(env: NodeJS.ProcessEnv = process.env): RecyclePolicy {
+  const num = (name: string, def: number) => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return def;
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n < 0) throw new RangeError(`${name} must be a number of 0 or more, got '${raw}'`);
+    return n;
+  };
+  const afterTasks = num("ATRIUM_WORKER_RECYCLE_TASKS", 10_000);
+  const aboveMb = num("ATRIUM_WORKER_RECYCLE_MB", 256);
+  return { afterTasks: afterTasks || undefined, aboveMb: aboveMb || undefined };
 }
 
 export interface RunOptions {
@@ -72,8 +101,10 @@ interface Task {
 interface Slot {
   worker: Worker;
   task: Task | null;
-  /** Set once the worker is going away (crash, exit, close): never given work again. */
+  /** Set once the worker is going away (crash, exit, close, recycling): never given work again. */
   dead: boolean;
+  /** Tasks it has answered. */
+  done: number;
 }
 
 export interface PoolStats {
@@ -82,6 +113,18 @@ export interface PoolStats {
   queued: number;
   /** Workers that died while running a task, since the pool was made. */
   crashes: number;
+  /** Idle workers replaced by the recycling policy, since the pool was made. */
+  recycled: number;
+  /** The memory the busiest worker reported after its last task (MiB). */
+  workerMemoryMb: number;
+}
+
+/** Every pool not yet closed, for the worker gauges of /metrics (livePools()). */
+const live = new Set<WorkerPool<unknown, unknown>>();
+
+/** The name and stats of every open pool in this process. */
+export function livePools(): Array<{ name: string } & PoolStats> {
+  return [...live].map((p) => ({ name: p.name, ...p.stats() }));
 }
 
 export class WorkerPool<Req, Res> {
@@ -91,10 +134,19 @@ export class WorkerPool<Req, Res> {
   private nextId = 1;
   private closed = false;
   private crashes = 0;
+  private recycled = 0;
+  private readonly recycle: RecyclePolicy;
+  private readonly memoryMb = new WeakMap<Slot, number>();
 
   constructor(private readonly opts: WorkerPoolOptions) {
     if (!Number.isInteger(opts.size) || opts.size < 1) throw new RangeError(`${opts.name}: pool size must be a positive integer, got ${opts.size}`);
     this.size = opts.size;
+    this.recycle = opts.recycle ?? recycleFromEnv();
+    live.add(this as WorkerPool<unknown, unknown>);
+  }
+
+  get name(): string {
+    return this.opts.name;
   }
 
   /** Runs `payload` on a worker; resolves with what the worker's handler returned. */
@@ -130,13 +182,16 @@ export class WorkerPool<Req, Res> {
   stats(): PoolStats {
     let busy = 0;
     for (const s of this.slots) if (s.task) busy++;
-    return { workers: this.slots.size, busy, queued: this.queue.length, crashes: this.crashes };
+    let workerMemoryMb = 0;
+    for (const s of this.slots) workerMemoryMb = Math.max(workerMemoryMb, this.memoryMb.get(s) ?? 0);
+    return { workers: this.slots.size, busy, queued: this.queue.length, crashes: this.crashes, recycled: this.recycled, workerMemoryMb };
   }
 
   /** Rejects queued and running tasks with PoolClosedError and terminates every worker. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    live.delete(this as WorkerPool<unknown, unknown>);
     const err = new PoolClosedError(`${this.opts.name}: the pool was closed`);
     for (const t of this.queue.splice(0)) this.fail(t, err);
     const exits: Promise<unknown>[] = [];
@@ -185,7 +240,7 @@ export class WorkerPool<Req, Res> {
       stdout: false,
       stderr: false,
     });
-    const slot: Slot = { worker, task: null, dead: false };
+    const slot: Slot = { worker, task: null, dead: false, done: 0 };
     worker.on("message", (m: TaskReply) => (m.type === "host" ? this.onHostCall(slot, m) : this.onReply(slot, m)));
     worker.on("messageerror", (e) => this.onCrash(slot, e));
     worker.on("error", (e) => this.onCrash(slot, e));
@@ -223,9 +278,25 @@ export class WorkerPool<Req, Res> {
     if (!task || task.id !== m.id) return; // an answer nobody waits for any more
     slot.task = null;
     slot.worker.unref();
+    slot.done++;
+    if (m.memoryMb !== undefined) this.memoryMb.set(slot, m.memoryMb);
     if (m.ok) this.succeed(task, m.result);
     else this.fail(task, new WorkerTaskError(m.error));
+    if (this.dueForRecycling(slot, m.memoryMb)) this.retire(slot);
     this.dispatch();
+  }
+
+  private dueForRecycling(slot: Slot, memoryMb: number | undefined): boolean {
+    const { afterTasks, aboveMb } = this.recycle;
+    return (afterTasks !== undefined && slot.done >= afterTasks) || (aboveMb !== undefined && memoryMb !== undefined && memoryMb > aboveMb);
+  }
+
+  /** Replaces an idle worker: it leaves the pool now (the next task starts a fresh one) and its thread ends. */
+  private retire(slot: Slot): void {
+    this.slots.delete(slot);
+    slot.dead = true;
+    this.recycled++;
+    void slot.worker.terminate();
   }
 
   /** The worker is gone or going: fail its task, forget it; the next dispatch starts a new one. */

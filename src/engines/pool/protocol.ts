@@ -16,10 +16,14 @@ export type TaskRequest =
   | { type: "host-reply"; call: number; ok: true; result: unknown }
   | { type: "host-reply"; call: number; ok: false; error: ErrorDescription };
 
-/** Worker → parent: one per "run", after the handler returned or threw; or a host call (callHost). */
+/**
+ * Worker → parent: one per "run", after the handler returned or threw (with the worker's memory
+ * then: its V8 heap plus the external memory its isolate holds, WebAssembly memories included,
+ * in MiB); or a host call (callHost).
+ */
 export type TaskReply =
-  | { type?: undefined; id: number; ok: true; result: unknown }
-  | { type?: undefined; id: number; ok: false; error: ErrorDescription }
+  | { type?: undefined; id: number; ok: true; result: unknown; memoryMb?: number }
+  | { type?: undefined; id: number; ok: false; error: ErrorDescription; memoryMb?: number }
   | { type: "host"; call: number; method: string; args: unknown[] };
 
 export function describeError(e: unknown): ErrorDescription {

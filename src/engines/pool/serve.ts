@@ -36,6 +36,15 @@ export interface TaskContext {
   transfer(...items: Transferable[]): void;
 }
 
+/**
+ * This worker's memory in MiB: its V8 heap and the external memory of its isolate (buffers and
+ * WebAssembly memories, which grow and never shrink). The process-wide RSS says nothing per thread.
+ */
+function isolateMemoryMb(): number {
+  const m = process.memoryUsage();
+  return (m.heapTotal + m.external) / 2 ** 20;
+}
+
 export function serveTasks<Req, Res>(handler: (payload: Req, ctx: TaskContext) => Res | Promise<Res>): void {
   if (isMainThread || !parentPort) throw new Error("serveTasks() must run in a worker thread started by WorkerPool");
   const port = parentPort;
@@ -58,11 +67,11 @@ export function serveTasks<Req, Res>(handler: (payload: Req, ctx: TaskContext) =
     const transfer: Transferable[] = [];
     try {
       const result = await handler(m.payload as Req, { signal: controller.signal, transfer: (...items) => transfer.push(...items) });
-      const reply: TaskReply = { id: m.id, ok: true, result };
+      const reply: TaskReply = { id: m.id, ok: true, result, memoryMb: isolateMemoryMb() };
       port.postMessage(reply, transfer);
     } catch (e) {
       // The handler's error, or a result that cannot be cloned: either way the caller gets an answer.
-      const reply: TaskReply = { id: m.id, ok: false, error: describeError(e) };
+      const reply: TaskReply = { id: m.id, ok: false, error: describeError(e), memoryMb: isolateMemoryMb() };
       port.postMessage(reply);
     } finally {
       running.delete(m.id);

@@ -28,40 +28,45 @@ export function bytePairMerge(table: RankTable, bytes: Uint8Array, n: number, ou
   const tok = scratchTok;
   const rk = scratchRanks;
   const byteRank = table.byteRank;
-  for (let i = 0; i < n; i++) tok[i] = byteRank[bytes[i]!]!;
-  for (let i = 0; i < n - 1; i++) {
-    const r = table.pair(tok[i]!, tok[i + 1]!);
-    rk[i] = r < 0 ? NONE : r;
+  const bytePair = table.bytePair;
+  let prev = bytes[0]!;
+  tok[0] = byteRank[prev]!;
+  for (let i = 1; i < n; i++) {
+    const b = bytes[i]!;
+    tok[i] = byteRank[b]!;
+    const r = bytePair[(prev << 8) | b]!;
+    rk[i - 1] = r < 0 ? NONE : r;
+    prev = b;
   }
-  rk[n - 1] = NONE;
-  let len = n; // parts
-  for (;;) {
-    let min = NONE;
-    let mi = -1;
-    for (let i = 0; i < len - 1; i++) {
+  let pairs = n - 1; // parts = pairs + 1
+  while (pairs > 0) {
+    let min = rk[0]!;
+    let mi = 0;
+    for (let i = 1; i < pairs; i++) {
       const r = rk[i]!;
       if (r < min) {
         min = r;
         mi = i;
       }
     }
-    if (mi < 0) break;
+    if (min === NONE) break;
     // part mi absorbs part mi + 1 and becomes token `min`
     tok[mi] = min;
-    for (let j = mi + 1; j < len - 1; j++) {
+    pairs--;
+    for (let j = mi + 1; j <= pairs; j++) {
       tok[j] = tok[j + 1]!;
       rk[j] = rk[j + 1]!;
     }
-    len--;
     if (mi > 0) {
       const r = table.pair(tok[mi - 1]!, min);
       rk[mi - 1] = r < 0 ? NONE : r;
     }
-    if (mi + 1 < len) {
+    if (mi < pairs) {
       const r = table.pair(min, tok[mi + 1]!);
       rk[mi] = r < 0 ? NONE : r;
-    } else rk[mi] = NONE;
+    }
   }
+  const len = pairs + 1;
   if (out) for (let k = 0; k < len; k++) out.push(tok[k]!);
   return len;
 }
@@ -122,7 +127,7 @@ function mergeLarge(table: RankTable, bytes: Uint8Array, n: number, out?: number
     tok[i] = table.byteRank[bytes[i]!]!;
   }
   for (let i = 0; i < n - 1; i++) {
-    const r = table.pair(tok[i]!, tok[i + 1]!);
+    const r = table.bytePair[(bytes[i]! << 8) | bytes[i + 1]!]!;
     pairRank[i] = r < 0 ? NONE : r;
     if (r >= 0) heap.push(r * POS + i);
   }

@@ -11,8 +11,9 @@
  * Special-token text ("<|endoftext|>") is never special here: there is no special-token path at
  * all, exactly like tiktoken's `encode_ordinary`.
  */
+import { asciiPieceEnd } from "./ascii-pieces.js";
 import { bytePairMerge } from "./bpe.js";
-import { hashUnits, PieceCountCache } from "./cache.js";
+import { hashUnits, PieceCountCache, SHORT_PIECE_MAX } from "./cache.js";
 import { loadRankTable, type EncodingName, type RankTable } from "./ranks.js";
 
 /**
@@ -107,6 +108,8 @@ export class BpeEncoding {
   readonly table: RankTable;
   /** Sticky: each `test` matches exactly at lastIndex and advances it to the piece's end. */
   private readonly pattern: RegExp;
+  /** The same pieces without the regex while the characters that decide them are ASCII. */
+  private readonly asciiPieceEnd: (text: string, start: number) => number;
   readonly cache: PieceCountCache | null;
   private readonly maxCached: number;
 
@@ -114,6 +117,7 @@ export class BpeEncoding {
     this.name = table.name;
     this.table = table;
     this.pattern = new RegExp(PATTERNS[table.name], "yu");
+    this.asciiPieceEnd = asciiPieceEnd[table.name];
     const entries = options.cacheEntries ?? 65_536;
     this.cache = entries > 0 ? new PieceCountCache(entries, options.cacheMaxPieceUnits ?? 32) : null;
     this.maxCached = this.cache ? this.cache.maxPieceUnits : -1;
@@ -121,6 +125,8 @@ export class BpeEncoding {
 
   /** End of the piece that starts at `start`. */
   private pieceEnd(text: string, start: number): number {
+    const end = this.asciiPieceEnd(text, start);
+    if (end >= 0) return end;
     const re = this.pattern;
     re.lastIndex = start;
     if (re.test(text) && re.lastIndex > start) return re.lastIndex;
@@ -151,7 +157,38 @@ export class BpeEncoding {
       const n = end - start;
       if (n === 1 && text.charCodeAt(start) < 0x80) {
         total += 1; // one ASCII byte is one token
-      } else if (n <= maxCached) {
+        start = end;
+        continue;
+      }
+      if (n <= SHORT_PIECE_MAX && cache) {
+        // the short-piece key (cache.ts): the characters themselves, if they are ASCII
+        let k0 = n << 28;
+        let k1 = 0;
+        let all = 0;
+        const mid = n > 4 ? start + 4 : end;
+        let i = start;
+        for (let shift = 0; i < mid; i++, shift += 7) {
+          const c = text.charCodeAt(i);
+          all |= c;
+          k0 |= c << shift;
+        }
+        for (let shift = 0; i < end; i++, shift += 7) {
+          const c = text.charCodeAt(i);
+          all |= c;
+          k1 |= c << shift;
+        }
+        if (all < 0x80) {
+          let c = cache.getShort(k0, k1);
+          if (c < 0) {
+            c = this.countPiece(text, start, end);
+            cache.setShort(k0, k1, c);
+          }
+          total += c;
+          start = end;
+          continue;
+        }
+      }
+      if (n <= maxCached) {
         const h = hashUnits(text, start, end);
         let c = cache!.get(text, start, end, h);
         if (c < 0) {

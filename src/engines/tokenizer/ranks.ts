@@ -6,8 +6,8 @@
  * The table is a compact open-addressing hash keyed by the token's bytes, all in typed arrays:
  *   tokenBytes  every token's bytes, concatenated (1.4 MB for o200k_base)
  *   tokenStart  rank → offset in tokenBytes (tokenStart[rank + 1] - tokenStart[rank] = length)
- *   slots       hash slot → rank + 1 (0 = empty), load ≤ 0.4
- *   slotHash    hash slot → full 32-bit hash (compared before the bytes)
+ *   slots       two int32 per hash slot: rank + 1 (0 = empty) and the full 32-bit hash (compared
+ *               before the bytes), side by side so that a probe touches one cache line; load ≤ 0.4
  * ≈ 6 MB for o200k_base. A `Map<string, number>` of the same tokens is slower by about 4× here:
  * each lookup of a freshly sliced key chases pointers into a 200k-entry hash and its key strings,
  * which is what the BPE merge loop does all the time on text the piece cache has not seen.
@@ -32,6 +32,13 @@ function pairHash(a: number, b: number): number {
   return h;
 }
 
+const HOT_BITS = 10;
+const HOT_IDS = 1 << HOT_BITS;
+
+function hotHash(key: number): number {
+  return Math.imul(key, 0x9e3779b1) >>> 12;
+}
+
 export class RankTable {
   readonly name: EncodingName;
   readonly specialTokens: Readonly<Record<string, number>>;
@@ -41,7 +48,6 @@ export class RankTable {
   private readonly tokenBytes: Uint8Array;
   private readonly tokenStart: Int32Array;
   private readonly slots: Int32Array;
-  private readonly slotHash: Int32Array;
   private readonly mask: number;
 
   constructor(name: EncodingName, json: { pat_str: string; special_tokens: Record<string, number>; bpe_ranks: string }) {
@@ -77,17 +83,16 @@ export class RankTable {
     let cap = 1;
     while (cap < n * 2.5) cap <<= 1;
     this.mask = cap - 1;
-    this.slots = new Int32Array(cap);
-    this.slotHash = new Int32Array(cap);
+    this.slots = new Int32Array(cap * 2);
     for (let r = 0; r < n; r++) {
       const s = this.tokenStart[r]!;
       const e = this.tokenStart[r + 1]!;
       if (e === s) continue; // gap in the rank space
       const h = hashBytes(this.tokenBytes, s, e);
       let i = h & this.mask;
-      while (this.slots[i] !== 0) i = (i + 1) & this.mask;
-      this.slots[i] = r + 1;
-      this.slotHash[i] = h;
+      while (this.slots[i * 2] !== 0) i = (i + 1) & this.mask;
+      this.slots[i * 2] = r + 1;
+      this.slots[i * 2 + 1] = h;
     }
     this.buildPairs();
   }
@@ -102,11 +107,13 @@ export class RankTable {
     const len = end - start;
     const tb = this.tokenBytes;
     const ts = this.tokenStart;
-    let i = h & this.mask;
+    const slots = this.slots;
+    const mask = this.mask;
+    let i = h & mask;
     for (;;) {
-      const v = this.slots[i]!;
+      const v = slots[i * 2]!;
       if (v === 0) return -1;
-      if (this.slotHash[i] === h) {
+      if (slots[i * 2 + 1] === h) {
         const r = v - 1;
         const s = ts[r]!;
         if (ts[r + 1]! - s === len) {
@@ -115,7 +122,7 @@ export class RankTable {
           if (k === len) return r;
         }
       }
-      i = (i + 1) & this.mask;
+      i = (i + 1) & mask;
     }
   }
 
@@ -176,10 +183,76 @@ export class RankTable {
       slots[i * 3 + 2] = found[f + 2]!;
     }
     this.pairSlots = slots;
+    this.buildHot(found, nf);
   }
 
-  /** Rank of the token whose bytes are those of token a followed by token b, or -1. */
+  /**
+   * Two-byte tokens by their bytes: bytePair[b0 << 8 | b1] = rank, or -1. 256 KiB, dense; the
+   * first pass of every merge looks up adjacent bytes here instead of in the pair table.
+   */
+  readonly bytePair = new Int32Array(1 << 16).fill(-1);
+  /**
+   * The pairs whose both ids are below HOT_IDS (36k of them in o200k_base, 27k in cl100k_base):
+   * open addressing, two int32 per slot [key + 1, rank] with key = a << HOT_BITS | b, 512 KiB.
+   * Most merge steps on text the piece cache has not seen join such low-rank parts (84 % of the
+   * probes on the bench's pseudo-words); this table stays in the CPU's L2 cache, while a probe of
+   * the full table (12 MiB) usually misses it.
+   */
+  private hotSlots!: Int32Array;
+  private hotMask = 0;
+
+  private buildHot(pairs: Int32Array, count: number): void {
+    let hot = 0;
+    for (let f = 0; f < count; f += 3) if ((pairs[f]! | pairs[f + 1]!) < HOT_IDS) hot++;
+    let cap = 1;
+    while (cap < hot * 1.5) cap <<= 1;
+    this.hotMask = cap - 1;
+    const slots = new Int32Array(cap * 2);
+    for (let f = 0; f < count; f += 3) {
+      const a = pairs[f]!;
+      const b = pairs[f + 1]!;
+      if ((a | b) >= HOT_IDS) continue;
+      const key = (a << HOT_BITS) | b;
+      let i = hotHash(key) & this.hotMask;
+      while (slots[i * 2] !== 0) i = (i + 1) & this.hotMask;
+      slots[i * 2] = key + 1;
+      slots[i * 2 + 1] = pairs[f + 2]!;
+    }
+    this.hotSlots = slots;
+    for (let x = 0; x < 256; x++) {
+      for (let y = 0; y < 256; y++) {
+        const two = new Uint8Array([x, y]);
+        this.bytePair[(x << 8) | y] = this.rank(two, 0, 2);
+      }
+    }
+  }
+
+  /**
+   * Rank of the token whose bytes are those of token a followed by token b, or -1. Small enough
+   * to be inlined into the merge loop: the first probe of the hot table is here, the rest in
+   * methods of their own.
+   */
   pair(a: number, b: number): number {
+    if ((a | b) >= HOT_IDS) return this.coldPair(a, b);
+    const key1 = ((a << HOT_BITS) | b) + 1;
+    const i = hotHash(key1 - 1) & this.hotMask;
+    const k = this.hotSlots[i * 2]!;
+    if (k === key1) return this.hotSlots[i * 2 + 1]!;
+    return k === 0 ? -1 : this.hotProbe(key1, (i + 1) & this.hotMask);
+  }
+
+  private hotProbe(key1: number, i: number): number {
+    const slots = this.hotSlots;
+    const mask = this.hotMask;
+    for (;;) {
+      const k = slots[i * 2]!;
+      if (k === key1) return slots[i * 2 + 1]!;
+      if (k === 0) return -1;
+      i = (i + 1) & mask;
+    }
+  }
+
+  private coldPair(a: number, b: number): number {
     const slots = this.pairSlots;
     const mask = this.pairMask;
     const a1 = a + 1;

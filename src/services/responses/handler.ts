@@ -1,22 +1,21 @@
 // ResponsesService: POST /v1/responses/input_tokens (spec 4.1). The counting itself is the
 // tokenizer engine's (src/engines/tokenizer); this handler turns the typed request back into the
-// response API's JSON, resolves file ids in the caller's project, and maps engine errors onto the
-// one error model.
+// response API's JSON, resolves file ids in the caller's project, sends large bodies to a counting
+// worker (workers.ts) and maps engine errors onto the one error model.
 import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ResponsesService, type CountInputTokensRequest } from "../../../gen/atrium/v1/responses_pb.js";
 import { scopeOf } from "../../auth/principal.js";
-import { countInputTokens, InputTokensError } from "../../engines/tokenizer/index.js";
-import { fetchUrl, FetchUrlError, type FetchPolicy } from "../../common/fetch-url.js";
-import type { Scope } from "../../storage/types.js";
+import { InputTokensError } from "../../engines/tokenizer/index.js";
+import { fetchUrl, type FetchPolicy } from "../../common/fetch-url.js";
+import { capChars, capItems, MAX_ID_CHARS } from "../../common/caps.js";
 import { ApiError, missingParam } from "../../common/errors.js";
 import type { ServiceDeps } from "../deps.js";
 import { filesApi } from "../files/index.js";
 import { fineTunedModels, modelNotFound } from "../models/index.js";
-
-/** Largest file or image the counter reads into memory (the platform's per-file input limit). */
-export const MAX_INPUT_FILE_BYTES = 50 * 1024 * 1024;
+import { countBody, MAX_INPUT_FILE_BYTES, type CountingLookups } from "./counting.js";
+import { hasTextAtLeast, OFF_THREAD_TEXT_BYTES, type CountingWorkers } from "./workers.js";
 
 /** The typed request as the response API's JSON body (only the fields that were given). */
 function requestJson(req: CountInputTokensRequest): Record<string, unknown> {
@@ -38,19 +37,24 @@ function requestJson(req: CountInputTokensRequest): Record<string, unknown> {
   return body;
 }
 
+/** The platform's caps on a response request: a string input or instructions of 10,485,760 characters, 128 tools. */
+export const MAX_TEXT_CHARS = 10_485_760;
+export const MAX_TOOLS = 128;
+
+function checkCaps(req: CountInputTokensRequest) {
+  capChars(req.model, "model", MAX_ID_CHARS);
+  capChars(req.instructions, "instructions", MAX_TEXT_CHARS);
+  capItems(req.tools, "tools", MAX_TOOLS);
+  if (req.input?.kind.case === "stringValue") capChars(req.input.kind.value, "input", MAX_TEXT_CHARS);
+}
+
 export interface ResponsesOptions {
   /** How image_url / file_url are fetched (timeout, size cap, private addresses). */
   fetch?: Partial<FetchPolicy>;
   /** What fetches them (default fetchUrl); a batch worker counting ahead of validation fetches nothing. */
   fetchUrl?: typeof fetchUrl;
-}
-
-/** What counting reads from storage: the project's fine-tuned models and its Files. */
-export interface CountingLookups {
-  /** Whether the project has the fine-tuned model `model`. */
-  hasFineTunedModel(scope: Scope, model: string): Promise<boolean>;
-  /** A File's bytes and name; an InputTokensError (404, 413) when it is missing or too large. */
-  readFile(scope: Scope, fileId: string): Promise<{ bytes: Uint8Array; filename: string }>;
+  /** Where large counts run (default: this thread). */
+  workers?: CountingWorkers;
 }
 
 /** The lookups on this process's storage. */
@@ -92,22 +96,17 @@ export function responsesServiceWith(lookups: CountingLookups, opts: ResponsesOp
     async countInputTokens(req, ctx) {
       const scope = scopeOf(ctx);
       if (req.model === undefined || req.model === "") throw missingParam("model");
+      checkCaps(req);
       // A fine-tuned model counts with its base's encoding, but only if this project has it.
       if (req.model.startsWith("ft:") && !(await lookups.hasFineTunedModel(scope, req.model)))
         throw modelNotFound(req.model);
       try {
-        const result = await countInputTokens(
-          requestJson(req),
-          {
-            fetchImage: (url) =>
-              fetcher(url, policy).catch((e) => {
-                throw e instanceof FetchUrlError ? new InputTokensError(e.status, "", e.message, e.code) : e;
-              }),
-            readFile: (id) => lookups.readFile(scope, id),
-          },
-          { maxImageBytes: MAX_INPUT_FILE_BYTES, maxFileBytes: MAX_INPUT_FILE_BYTES },
-        );
-        return { object: "response.input_tokens", inputTokens: BigInt(result.input_tokens) };
+        const body = requestJson(req);
+        const inputTokens =
+          opts.workers && hasTextAtLeast(body, OFF_THREAD_TEXT_BYTES)
+            ? await opts.workers.count({ body, scope, policy }, ctx.signal)
+            : await countBody(body, scope, lookups, policy, fetcher);
+        return { object: "response.input_tokens", inputTokens: BigInt(inputTokens) };
       } catch (e) {
         if (e instanceof InputTokensError) throw new ApiError(e.status, e.message, { param: e.param || null, code: e.code ?? null, cause: e });
         throw e;

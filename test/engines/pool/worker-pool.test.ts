@@ -2,7 +2,7 @@
 // worker (test/fixtures/pool-worker.ts, started from its TypeScript source through tsx):
 // replies, transfers, queueing, task errors, crashes and replacement, cancellation, close().
 import { afterEach, describe, expect, it } from "vitest";
-import { PoolClosedError, WorkerCrashedError, WorkerPool, WorkerTaskError, workerScript } from "../../../src/engines/pool/index.js";
+import { PoolClosedError, WorkerCrashedError, WorkerPool, WorkerTaskError, recycleFromEnv, workerScript } from "../../../src/engines/pool/index.js";
 import type { FixtureTask } from "../../fixtures/pool-worker.js";
 
 const script = workerScript(new URL("../../fixtures/", import.meta.url).href, "pool-worker");
@@ -151,5 +151,43 @@ describe("worker pool", () => {
     expect(err).toBeInstanceOf(WorkerTaskError);
     expect(err.name).toBe("DataCloneError");
     expect((await p.run({ op: "echo", value: 3 })).threadId).toBe(before);
+  });
+});
+
+describe("worker recycling (issue 22, defect 10)", () => {
+  const recycling = (recycle: { afterTasks?: number; aboveMb?: number }) => {
+    const p = new WorkerPool<FixtureTask, any>({ script, size: 1, name: "fixture", recycle });
+    pools.push(p);
+    return p;
+  };
+
+  it("replaces a worker whose memory passed the bound, and keeps one under it", async () => {
+    const p = recycling({ aboveMb: 64 });
+    const grown = await p.run({ op: "grow", mb: 80 });
+    expect(p.stats().recycled).toBe(1);
+    const next = await p.run({ op: "echo", value: 1 });
+    expect(next.threadId).not.toBe(grown.threadId);
+    expect(p.stats().workerMemoryMb).toBeLessThan(64);
+
+    const q = recycling({ aboveMb: 256 });
+    const small = await q.run({ op: "grow", mb: 16 });
+    expect((await q.run({ op: "echo", value: 1 })).threadId).toBe(small.threadId);
+    expect(q.stats().recycled).toBe(0);
+    expect(q.stats().workerMemoryMb).toBeGreaterThanOrEqual(16);
+  });
+
+  it("replaces a worker after its task budget", async () => {
+    const p = recycling({ afterTasks: 3 });
+    const ids = [];
+    for (let i = 0; i < 4; i++) ids.push((await p.run({ op: "echo", value: i })).threadId);
+    expect(new Set(ids.slice(0, 3)).size).toBe(1);
+    expect(ids[3]).not.toBe(ids[0]);
+    expect(p.stats()).toMatchObject({ recycled: 1, workers: 1 });
+  });
+
+  it("is configured from the environment, 0 turning a bound off, nonsense refused", () => {
+    expect(recycleFromEnv({})).toEqual({ afterTasks: 10_000, aboveMb: 256 });
+    expect(recycleFromEnv({ ATRIUM_WORKER_RECYCLE_TASKS: "0", ATRIUM_WORKER_RECYCLE_MB: "128" })).toEqual({ afterTasks: undefined, aboveMb: 128 });
+    expect(() => recycleFromEnv({ ATRIUM_WORKER_RECYCLE_MB: "lots" })).toThrow(/ATRIUM_WORKER_RECYCLE_MB/);
   });
 });

@@ -9,6 +9,8 @@
 import { describe, expect, it } from "vitest";
 import { getEncoding as jsTiktoken } from "js-tiktoken";
 import { get_encoding as wasmTiktoken } from "tiktoken";
+import { asciiPieceEnd } from "../../../src/engines/tokenizer/ascii-pieces.js";
+import { PATTERNS } from "../../../src/engines/tokenizer/encoding.js";
 import {
   BpeEncoding,
   encodingForModel,
@@ -166,6 +168,29 @@ describe.each(ENCODINGS)("%s BPE engine", (name) => {
     expect(engine.countTokens(all)).toBe(wasm.encode_ordinary(all).length);
   });
 
+  it("counts short ASCII pieces (keyed by their characters) like the reference, NUL and DEL included", () => {
+    const e = new BpeEncoding(engine.table, { cacheEntries: 64 }); // 16 short entries: clears often
+    const r = rng(name === "o200k_base" ? 21 : 22);
+    const chars = ["\u0000", "\u007f", "a", "b", "e", "t", "T", "h", " ", "  ", "x", "y", "=", ";", "(", ")", "0", "\n", "'", "ll"];
+    const texts: string[] = [];
+    for (let k = 0; k < 3000; k++) {
+      let t = "";
+      for (let i = 0, n = 1 + Math.floor(r() * 9); i < n; i++) t += chars[Math.floor(r() * chars.length)];
+      texts.push(t);
+    }
+    // the key holds the length: runs of NUL of every length must not collide
+    for (let n = 1; n <= 9; n++) texts.push("\u0000".repeat(n), "\u007f".repeat(n), " ".repeat(n), "a".repeat(n));
+    for (let pass = 0; pass < 2; pass++) {
+      for (const t of texts) {
+        const expected = wasm.encode_ordinary(t).length;
+        if (e.countTokens(t) !== expected || engine.countTokens(t) !== expected) {
+          expect({ t, count: e.countTokens(t), shared: engine.countTokens(t) }).toEqual({ t, count: expected, shared: expected });
+        }
+      }
+    }
+    expect(e.cache!.clears).toBeGreaterThan(0);
+  });
+
   it("keeps the piece cache within its bounds", () => {
     const e = new BpeEncoding(engine.table, { cacheEntries: 64 });
     e.countTokens(docs.join(" "));
@@ -183,6 +208,40 @@ describe.each(ENCODINGS)("%s BPE engine", (name) => {
       for (let i = 0, n = 1 + Math.floor(r() * 10); i < n; i++) s += alphabet[Math.floor(r() * alphabet.length)];
       expect(engine.encode(s), JSON.stringify(s)).toEqual(Array.from(wasm.encode_ordinary(s)));
     }
+  });
+
+  it("splits ASCII without the regex exactly as the regex does, from every position", () => {
+    const re = new RegExp(PATTERNS[name], "yu");
+    const scan = asciiPieceEnd[name];
+    const r = rng(name === "o200k_base" ? 11 : 12);
+    // ASCII classes at their edges plus the non-ASCII characters that must send the scan back to
+    // the regex: letters, marks, digits, white space and punctuation outside ASCII, and `ſ`
+    const alphabet = [
+      "a", "z", "A", "Z", "Q", "x", "'", "s", "S", "t", "T", "re", "rE", "Ve", "ll", "lL", "m", "M", "d", "D", "'l", "'r",
+      " ", "  ", "   ", "\t", "\n", "\r", "\r\n", "\n\n", "\v", "\f", "0", "1", "22", "333", "9", ".", ",", "!", "/", "//",
+      "-", "(", ")", '"', "_", "@", "#", "`", "~", "\\", "[", "{", "\u007f", "\u0000",
+      "ſ", "é", "É", "ǅ", "ª", "\u0301", "\u00a0", "\u0085", "\u2028", "\u3000", "\ufeff", "٣", "½", "²", "😀", "—", "’", "\ud800",
+    ];
+    const texts = [...docs.slice(0, 400), ...longDocs.slice(0, 20)];
+    for (let k = 0; k < 6000; k++) {
+      let t = "";
+      for (let i = 0, n = 1 + Math.floor(r() * 16); i < n; i++) t += alphabet[Math.floor(r() * alphabet.length)];
+      texts.push(t);
+    }
+    texts.push("don't I'M we've they'RE it's She'll you'd 'tis it'ſ rock'n'roll x'", "a".repeat(300) + "B".repeat(300) + "'ll");
+    texts.push(" \t \n  \r\n   x   \n\n\t", "1234567 12 3.14 0x1F 1e-9 -273.15", "getElementById HTTPServer snake_case A.B.C");
+    let decided = 0;
+    for (const text of texts) {
+      for (let start = 0; start < text.length; start++) {
+        const end = scan(text, start);
+        if (end < 0) continue;
+        decided++;
+        re.lastIndex = start;
+        re.test(text);
+        if (re.lastIndex !== end) expect({ text, start, end }).toEqual({ text, start, end: re.lastIndex });
+      }
+    }
+    expect(decided).toBeGreaterThan(100_000);
   });
 
   it("merges very long pieces like the reference (heap path) without quadratic time", () => {

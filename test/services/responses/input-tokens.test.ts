@@ -15,9 +15,9 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { ResponsesService } from "../../../gen/atrium/v1/responses_pb.js";
 import { access as accessOption, ErrorInfoSchema } from "../../../gen/atrium/v1/options_pb.js";
 import { getEncoding } from "../../../src/engines/tokenizer/index.js";
-import { API_KEY, KEYS, startTestServer, type TestServer } from "../../shared/server.js";
+import { API_KEY, KEYS, SCALED, startTestServer, type TestServer } from "../../shared/server.js";
 import { api, expectError, generatedMultipart, sdk, sdkError, toFile } from "../../shared/rest.js";
-import { MAX_INPUT_FILE_BYTES } from "../../../src/services/responses/handler.js";
+import { MAX_INPUT_FILE_BYTES } from "../../../src/services/responses/counting.js";
 import { COOKBOOK_MESSAGES, WEATHER_FUNCTION, WEATHER_MESSAGES, bytes, dataUrl, jpeg, pdf, png } from "../../fixtures/token-inputs.js";
 
 // ---------- fixtures (built the way test/engines/tokenizer/input-tokens.test.ts builds them) ----------
@@ -251,6 +251,24 @@ describe("the other creation fields", () => {
   it("previous_response_id and conversation are refused (no stored responses here) → 400 naming them", async () => {
     await expectError(await post({ model: "gpt-4o", input: "hi", previous_response_id: "resp_1" }), 400, { param: "previous_response_id", code: "unsupported_parameter" });
     await expectError(await post({ model: "gpt-4o", input: "hi", conversation: "conv_1" }), 400, { param: "conversation", code: "unsupported_parameter" });
+  });
+
+  it("caps: input or instructions of 10,485,760 characters and 128 tools are counted; one more is a 400 naming the field", async () => {
+    const text = "a ".repeat(10_485_760 / 2);
+    // Counting ten million characters takes seconds: one field at the cap shows it is taken. These
+    // bodies' millions of tokens go to another organization's tokens-per-minute allowance (the
+    // limiter charges a body's estimate before it is read), so the cases after it keep the default one's.
+    const key = KEYS.otherOrg;
+    expect(await rawCount({ model: "gpt-4o", input: "hi", instructions: text }, key)).toBeGreaterThan(5_000_000);
+    const tool = (i: number) => ({ type: "function", name: `f${i}`, parameters: { type: "object", properties: {} } });
+    expect(await rawCount({ model: "gpt-4o", input: "hi", tools: Array.from({ length: 128 }, (_, i) => tool(i)) }, key)).toBeGreaterThan(USER_FRAME);
+    const refused: Array<[unknown, string, string, number]> = [
+      [{ model: "gpt-4o", input: text + "a" }, "input", "string_above_max_length", 10_485_760],
+      [{ model: "gpt-4o", input: "hi", instructions: text + "a" }, "instructions", "string_above_max_length", 10_485_760],
+      [{ model: "gpt-4o", input: "hi", tools: Array.from({ length: 129 }, (_, i) => tool(i)) }, "tools", "array_above_max_length", 128],
+      [{ model: "m".repeat(257), input: "hi" }, "model", "string_above_max_length", 256],
+    ];
+    for (const [body, param, code, limit] of refused) await expectError(await post(body, key), 400, { param, code, message: new RegExp(`maximum length ${limit}\\b`) });
   });
 
   it("a body that is not a JSON object → 400", async () => {
@@ -519,7 +537,9 @@ describe("bad input: a 4xx naming the field", () => {
     await expectError(await post(user({ type: "input_image", file_id: f.id })), 413, { param: "input[0].content[0].file_id", code: "file_too_large" });
   });
 
-  it("a body over the JSON body limit (32 MiB) → 413", async () => {
+  // Scaled: the instance answers 413 before reading the body and closes; the test proxy (Node's
+  // http client) loses an answer that arrives while it is still sending (EPIPE).
+  it.skipIf(SCALED)("a body over the JSON body limit (32 MiB) → 413", async () => {
     const text = "a".repeat(33 * 1024 * 1024);
     const res = await api(s.baseURL, "/responses/input_tokens", {
       method: "POST",

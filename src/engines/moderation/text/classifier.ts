@@ -8,9 +8,10 @@ import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { LOCAL_EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL, splitIntoWindows } from "../../embeddings/index.js";
 import { WorkerPool, workerScript } from "../../pool/index.js";
-import type { EmbeddingsProvider } from "../../../providers/types.js";
+import type { EmbeddingsProvider, WorkLane } from "../../../providers/types.js";
 import { BANK, BANK_SOURCE } from "../bank/index.js";
 import type { Calibration } from "../calibrate.js";
+import { readPrecomputed } from "./precomputed-bank.js";
 import { CATEGORY_COUNT } from "../categories.js";
 import type { SharedBankVectors, TextResult, TextTask } from "./task.js";
 import { raceAbort } from "../../../common/abort.js";
@@ -23,19 +24,33 @@ const SCORE_SLICE = 32;
 const BANK_SLICE = 64;
 /** Bank examples re-embedded on every start to check the cached vectors still match the encoder. */
 const PROBES = 3;
+/** How close a probe's vector must be to the stored one (the same encoder gives ≥ 0.9999). */
+export const PROBE_MIN_COSINE = 0.999;
+/**
+ * The bank is embedded for the first moderation request, so in the interactive lane, as a
+ * project of its own: other projects' requests take turns with its slices instead of waiting.
+ */
+const BANK_WORK = { lane: "interactive", project: "(moderation bank)" } as const;
+
+/** Names the bank's text and the encoder that embeds it (cache files, the precomputed bank). */
+export function bankKey(): string {
+  return createHash("sha256").update(`${LOCAL_EMBEDDING_MODEL}\n${BANK_SOURCE}`).digest("hex");
+}
 
 export interface TextClassifierOptions {
   /** The local sentence encoder (atrium-embed-use-lite), whatever the embeddings provider is. */
   encoder: () => EmbeddingsProvider;
   /** Where the bank's vectors and calibration are kept between starts (none: recomputed each start). */
   cacheDir?: string;
+  /** Use the committed vectors and calibration (precomputed.ts) when they apply; default true. */
+  precomputed?: boolean;
 }
 
 interface Ready {
   bank: SharedBankVectors;
   calibration: Calibration;
-  /** How the bank vectors were obtained, for logs and the benchmark. */
-  source: "cache" | "encoder";
+  /** How the bank vectors and calibration were obtained, for logs and the benchmark. */
+  source: "precomputed" | "cache" | "encoder";
   ms: number;
 }
 
@@ -61,8 +76,8 @@ export class TextClassifier {
     return this.loading;
   }
 
-  /** Per text, CATEGORY_COUNT calibrated probabilities (the highest of its windows). */
-  async classify(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
+  /** Per text, CATEGORY_COUNT calibrated probabilities (the highest of its windows). `work`: the encoder's lane and project. */
+  async classify(texts: string[], signal?: AbortSignal, work: { lane?: WorkLane; project?: string } = {}): Promise<Float32Array[]> {
     const { bank, calibration } = await raceAbort(this.ready(), signal);
     const windows: string[] = [];
     const owner: number[] = [];
@@ -75,7 +90,7 @@ export class TextClassifier {
     });
     const out = texts.map(() => new Float32Array(CATEGORY_COUNT));
     if (!windows.length) return out;
-    const embedded = await this.opts.encoder().embed(windows, { model: LOCAL_EMBEDDING_MODEL, signal });
+    const embedded = await this.opts.encoder().embed(windows, { model: LOCAL_EMBEDDING_MODEL, signal, ...work });
     const calibrated = { probe: calibration.probe, models: calibration.models };
     // Scored in tasks of SCORE_SLICE windows: a large request never holds the text worker for long.
     for (let start = 0; start < windows.length; start += SCORE_SLICE) {
@@ -101,10 +116,18 @@ export class TextClassifier {
 
   private async prepare(): Promise<Ready> {
     const started = performance.now();
-    // The vectors depend only on the bank and the encoder, so they are cached; the calibration
-    // also depends on this code (features, lexicon), so it is redone on every start (~1 s).
-    const key = createHash("sha256").update(`${LOCAL_EMBEDDING_MODEL}\n${BANK_SOURCE}`).digest("hex");
+    const key = bankKey();
     const dim = LOCAL_EMBEDDING_DIMENSIONS;
+    // The committed vectors and calibration (precomputed.ts) when they are this bank's and this
+    // encoder still embeds as they say: the first request then waits only for the encoder and the
+    // text worker to start, which start together.
+    const precomputed = this.opts.precomputed === false ? undefined : await readPrecomputed(key, dim);
+    if (precomputed) {
+      const [matches] = await Promise.all([this.probesMatch(precomputed.bank), this.pool.run({ kind: "index", bank: precomputed.bank })]);
+      if (matches) return { ...precomputed, source: "precomputed", ms: performance.now() - started };
+    }
+    // The vectors depend only on the bank and the encoder, so they are cached; the calibration
+    // also depends on this code (features, lexicon), so it is redone here (~1 s).
     let bank = await this.readCache(key, dim);
     const source = bank ? "cache" : "encoder";
     if (!bank) {
@@ -113,7 +136,7 @@ export class TextClassifier {
       const vectors = new Float32Array(new SharedArrayBuffer(BANK.length * dim * 4));
       for (let start = 0; start < BANK.length; start += BANK_SLICE) {
         const slice = BANK.slice(start, start + BANK_SLICE).map((e) => e.text);
-        const embedded = await this.opts.encoder().embed(slice, { model: LOCAL_EMBEDDING_MODEL });
+        const embedded = await this.opts.encoder().embed(slice, { model: LOCAL_EMBEDDING_MODEL, ...BANK_WORK });
         embedded.vectors.forEach((v, i) => vectors.set(v, (start + i) * dim));
       }
       bank = { key, dim, vectors };
@@ -122,6 +145,20 @@ export class TextClassifier {
     const res = await this.pool.run({ kind: "calibrate", bank });
     if (res.kind !== "calibrate") throw new Error("the text worker answered a calibrate task with something else");
     return { bank, calibration: res.calibration, source, ms: performance.now() - started };
+  }
+
+  /** The encoder may have changed under the same name: a few examples must still embed as `bank` says. */
+  private async probesMatch(bank: SharedBankVectors): Promise<boolean> {
+    const probes = await this.opts.encoder().embed(
+      BANK.slice(0, PROBES).map((e) => e.text),
+      { model: LOCAL_EMBEDDING_MODEL, ...BANK_WORK },
+    );
+    for (let p = 0; p < PROBES; p++) {
+      let dot = 0;
+      for (let d = 0; d < bank.dim; d++) dot += probes.vectors[p]![d]! * bank.vectors[p * bank.dim + d]!;
+      if (dot < PROBE_MIN_COSINE) return false;
+    }
+    return true;
   }
 
   private cachePath(key: string): string | undefined {
@@ -145,17 +182,8 @@ export class TextClassifier {
       if (header.key !== key || body.length !== BANK.length * dim * 4) return undefined;
       const vectors = new Float32Array(new SharedArrayBuffer(body.length));
       new Uint8Array(vectors.buffer).set(body);
-      // The encoder may have changed under the same name: a few examples must still embed the same.
-      const probes = await this.opts.encoder().embed(
-        BANK.slice(0, PROBES).map((e) => e.text),
-        { model: LOCAL_EMBEDDING_MODEL },
-      );
-      for (let p = 0; p < PROBES; p++) {
-        let dot = 0;
-        for (let d = 0; d < dim; d++) dot += probes.vectors[p]![d]! * vectors[p * dim + d]!;
-        if (dot < 0.999) return undefined;
-      }
-      return { key, dim, vectors };
+      const bank = { key, dim, vectors };
+      return (await this.probesMatch(bank)) ? bank : undefined;
     } catch {
       return undefined; // unreadable: recomputed and rewritten
     }

@@ -11,6 +11,8 @@ export interface SharedBankVectors {
 
 export type TextTask =
   | { kind: "calibrate"; bank: SharedBankVectors }
+  /** Indexes the bank and loads the lexicon: the worker is ready to score when it answers. */
+  | { kind: "index"; bank: SharedBankVectors }
   | {
       kind: "score";
       bank: SharedBankVectors;
@@ -22,5 +24,6 @@ export type TextTask =
 
 export type TextResult =
   | { kind: "calibrate"; calibration: Calibration }
+  | { kind: "index" }
   /** texts.length × CATEGORY_COUNT calibrated probabilities. */
   | { kind: "score"; probabilities: Float32Array };

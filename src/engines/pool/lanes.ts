@@ -1,0 +1,342 @@
+// LaneScheduler: what runs next on a shared engine (the sentence encoder's workers). Callers hand
+// in a request already cut into small units of work; the scheduler keeps at most `slots` units
+// running and picks each next unit by
+// - lane: every interactive unit (a search query, /v1/embeddings, a moderation) before any bulk
+//   one (ingestion, batches), so an interactive request waits behind at most one running unit
+//   per slot, never behind a whole bulk request;
+// - project, inside a lane: round-robin over the projects with work queued, one unit each turn;
+//   a project's own requests go first come, first served;
+// - except that after `bulkEvery` interactive units in a row while bulk work waited, one bulk
+//   unit goes next: interactive load that fills the engine slows ingestion down but never stops it.
+// A lane holds a bounded number of requests, and a request whose first unit would start later
+// than the lane's wait bound is refused at once (EngineBusyError, with when to retry) instead of
+// waiting for its turn. The wait is estimated from how long units have been taking.
+
+/** Interactive work goes ahead of bulk work. */
+export type Lane = "interactive" | "bulk";
+
+export const LANES: readonly Lane[] = ["interactive", "bulk"];
+
+export interface LaneLimits {
+  /** Most requests a lane holds (queued or running); one more is refused. */
+  maxRequests: number;
+  /** Most estimated milliseconds before a new request's first unit starts; 0: no bound. */
+  maxWaitMs: number;
+}
+
+export interface LaneSchedulerOptions<U, R> {
+  /** Runs one unit (on a worker); `signal` is the request's. */
+  run(unit: U, signal: AbortSignal | undefined): Promise<R>;
+  /** Units running at once (the pool's workers). */
+  slots: number;
+  limits: Record<Lane, LaneLimits>;
+  /** Prefix of error messages ("the local sentence encoder"). */
+  name: string;
+  /** Estimated milliseconds of one unit before any has run. */
+  initialUnitMs?: number;
+  /** One bulk unit after this many interactive units in a row while bulk work waited; 0: never (strict priority). */
+  bulkEvery?: number;
+}
+
+/** A lane is full, or its wait is over the bound: try again after `retryAfterMs`. */
+export class EngineBusyError extends Error {
+  override readonly name = "EngineBusyError";
+  constructor(
+    message: string,
+    readonly lane: Lane,
+    readonly retryAfterMs: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface SubmitOptions {
+  lane?: Lane;
+  /** Whose work it is; fairness is between projects. */
+  project?: string;
+  signal?: AbortSignal;
+}
+
+interface Request<U, R> {
+  units: U[];
+  results: R[];
+  /** Next unit to start. */
+  next: number;
+  /** Units finished. */
+  done: number;
+  lane: Lane;
+  project: string;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+  settled: boolean;
+  resolve(results: R[]): void;
+  reject(e: unknown): void;
+}
+
+/** One lane: per project, its requests in arrival order; `turns` is the round-robin order of projects. */
+interface LaneQueue<U, R> {
+  projects: Map<string, Array<Request<U, R>>>;
+  turns: string[];
+  /** Requests admitted and not yet settled (queued or running). */
+  requests: number;
+  /** Units finished since the scheduler was made. */
+  unitsDone: number;
+}
+
+export interface LaneStats {
+  requests: number;
+  queuedUnits: number;
+  projects: number;
+  /** Units finished since the scheduler was made. */
+  unitsDone: number;
+}
+
+export interface SchedulerStats {
+  running: number;
+  unitMs: number;
+  lanes: Record<Lane, LaneStats>;
+}
+
+/** Weight of the newest unit's duration in the running estimate. */
+const UNIT_MS_SMOOTHING = 0.2;
+
+export class LaneScheduler<U, R> {
+  private readonly lanes: Record<Lane, LaneQueue<U, R>> = {
+    interactive: { projects: new Map(), turns: [], requests: 0, unitsDone: 0 },
+    bulk: { projects: new Map(), turns: [], requests: 0, unitsDone: 0 },
+  };
+  private running = 0;
+  private unitMs: number;
+  /** Interactive units started in a row while bulk work waited. */
+  private interactiveStreak = 0;
+
+  constructor(private readonly opts: LaneSchedulerOptions<U, R>) {
+    if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`${opts.name}: slots must be a positive integer, got ${opts.slots}`);
+    this.unitMs = opts.initialUnitMs ?? 200;
+  }
+
+  /** Runs every unit of one request; resolves with their results in order. Throws EngineBusyError at once when the lane is full. */
+  submit(units: U[], opts: SubmitOptions = {}): Promise<R[]> {
+    const lane = opts.lane ?? "interactive";
+    const project = opts.project ?? "";
+    if (opts.signal?.aborted) return Promise.reject(opts.signal.reason);
+    if (units.length === 0) return Promise.resolve([]);
+    const refusal = this.admission(lane, project);
+    if (refusal) return Promise.reject(refusal);
+    return new Promise<R[]>((resolve, reject) => {
+      const req: Request<U, R> = {
+        units,
+        results: new Array<R>(units.length),
+        next: 0,
+        done: 0,
+        lane,
+        project,
+        signal: opts.signal,
+        onAbort: undefined,
+        settled: false,
+        resolve,
+        reject,
+      };
+      if (req.signal) {
+        req.onAbort = () => this.finish(req, req.signal!.reason);
+        req.signal.addEventListener("abort", req.onAbort, { once: true });
+      }
+      const q = this.lanes[lane];
+      q.requests++;
+      const own = q.projects.get(project);
+      if (own) own.push(req);
+      else q.projects.set(project, [req]);
+      // A project whose units are all running has no turn until it queues more.
+      if (!q.turns.includes(project)) q.turns.push(project);
+      this.dispatch();
+    });
+  }
+
+  /**
+   * Units that would start before a new request's first one in `lane` for `project`: every
+   * queued unit of the lanes ahead, the project's own queued units, and from each other project
+   * of the lane at most one more than the project has queued (the round-robin's turns).
+   */
+  unitsAhead(lane: Lane, project: string): number {
+    let ahead = 0;
+    for (const l of LANES) {
+      if (l === lane) break;
+      for (const reqs of this.lanes[l].projects.values()) ahead += queuedUnits(reqs);
+    }
+    const q = this.lanes[lane];
+    const own = queuedUnits(q.projects.get(project) ?? []);
+    ahead += own;
+    for (const [p, reqs] of q.projects) if (p !== project) ahead += Math.min(queuedUnits(reqs), own + 1);
+    return ahead;
+  }
+
+  /** Estimated milliseconds before a new request's first unit starts. */
+  estimatedWaitMs(lane: Lane, project: string): number {
+    const ahead = this.unitsAhead(lane, project);
+    if (ahead === 0 && this.running < this.opts.slots) return 0;
+    // Every slot busy: half a unit left on average, then the units ahead spread over the slots.
+    return Math.round((ahead / this.opts.slots + 0.5) * this.unitMs);
+  }
+
+  stats(): SchedulerStats {
+    const lane = (l: Lane): LaneStats => {
+      let queued = 0;
+      for (const reqs of this.lanes[l].projects.values()) queued += queuedUnits(reqs);
+      const q = this.lanes[l];
+      return { requests: q.requests, queuedUnits: queued, projects: q.projects.size, unitsDone: q.unitsDone };
+    };
+    return { running: this.running, unitMs: Math.round(this.unitMs), lanes: { interactive: lane("interactive"), bulk: lane("bulk") } };
+  }
+
+  // ---- internals ----
+
+  private admission(lane: Lane, project: string): EngineBusyError | undefined {
+    const limits = this.opts.limits[lane];
+    const q = this.lanes[lane];
+    const wait = this.estimatedWaitMs(lane, project);
+    // Retry when about the work ahead has drained, at least a second later.
+    const retryAfterMs = Math.max(1000, wait);
+    if (q.requests >= limits.maxRequests)
+      return new EngineBusyError(`${this.opts.name} is busy: ${q.requests} ${lane} requests are in its queue (at most ${limits.maxRequests}).`, lane, retryAfterMs);
+    if (limits.maxWaitMs > 0 && wait > limits.maxWaitMs)
+      return new EngineBusyError(
+        `${this.opts.name} is busy: this request would wait about ${wait} ms to start (at most ${limits.maxWaitMs} ms for ${lane} work).`,
+        lane,
+        retryAfterMs,
+      );
+    return undefined;
+  }
+
+  private dispatch(): void {
+    while (this.running < this.opts.slots) {
+      const req = this.pick();
+      if (!req) return;
+      const index = req.next++;
+      this.start(req, index);
+    }
+  }
+
+  /** The request whose next unit runs now: the first lane with work (bulk's share aside), its project whose turn it is. */
+  private pick(): Request<U, R> | undefined {
+    const every = this.opts.bulkEvery ?? 0;
+    if (every > 0 && this.interactiveStreak >= every) {
+      const bulk = this.nextOf("bulk");
+      if (bulk) {
+        this.interactiveStreak = 0;
+        return bulk;
+      }
+    }
+    const interactive = this.nextOf("interactive");
+    if (interactive) {
+      if (this.lanes.bulk.turns.length > 0) this.interactiveStreak++;
+      return interactive;
+    }
+    this.interactiveStreak = 0;
+    return this.nextOf("bulk");
+  }
+
+  /** The lane's request whose project's turn it is (its next unit is taken), or undefined. */
+  private nextOf(lane: Lane): Request<U, R> | undefined {
+    const q = this.lanes[lane];
+    while (q.turns.length > 0) {
+      const project = q.turns.shift()!;
+      const reqs = q.projects.get(project);
+      const req = reqs?.find((r) => r.next < r.units.length);
+      if (!req) continue; // every unit of the project is running: no turn until it queues more
+      // Back of the line, if it has more to run after this unit.
+      if (req.next + 1 < req.units.length || reqs!.some((r) => r !== req && r.next < r.units.length)) q.turns.push(project);
+      return req;
+    }
+    return undefined;
+  }
+
+  private start(req: Request<U, R>, index: number): void {
+    this.running++;
+    const started = performance.now();
+    let run: Promise<R>;
+    try {
+      run = this.opts.run(req.units[index]!, req.signal);
+    } catch (e) {
+      run = Promise.reject(e);
+    }
+    run.then(
+      (result) => {
+        this.unitMs += UNIT_MS_SMOOTHING * (performance.now() - started - this.unitMs);
+        this.running--;
+        this.lanes[req.lane].unitsDone++;
+        if (!req.settled) {
+          req.results[index] = result;
+          if (++req.done === req.units.length) this.finish(req);
+        }
+        this.dispatch();
+      },
+      (e: unknown) => {
+        this.running--;
+        this.finish(req, e);
+        this.dispatch();
+      },
+    );
+  }
+
+  /** Settles a request (all units done, or an error) and drops its queued units. */
+  private finish(req: Request<U, R>, error?: unknown): void {
+    if (req.settled) return;
+    req.settled = true;
+    if (req.onAbort) req.signal!.removeEventListener("abort", req.onAbort);
+    const q = this.lanes[req.lane];
+    q.requests--;
+    const reqs = q.projects.get(req.project);
+    if (reqs) {
+      const at = reqs.indexOf(req);
+      if (at >= 0) reqs.splice(at, 1);
+      if (reqs.length === 0) {
+        q.projects.delete(req.project);
+        const turn = q.turns.indexOf(req.project);
+        if (turn >= 0) q.turns.splice(turn, 1);
+      }
+    }
+    if (error === undefined) req.resolve(req.results);
+    else req.reject(error);
+    this.dispatch();
+  }
+}
+
+function queuedUnits<U, R>(reqs: ReadonlyArray<Request<U, R>>): number {
+  let n = 0;
+  for (const r of reqs) n += r.units.length - r.next;
+  return n;
+}
+
+const LIMIT_ENV: Record<Lane, { requests: string; wait: string; defaults: LaneLimits }> = {
+  interactive: { requests: "ATRIUM_ENCODER_INTERACTIVE_MAX_REQUESTS", wait: "ATRIUM_ENCODER_INTERACTIVE_MAX_WAIT_MS", defaults: { maxRequests: 256, maxWaitMs: 5000 } },
+  bulk: { requests: "ATRIUM_ENCODER_BULK_MAX_REQUESTS", wait: "ATRIUM_ENCODER_BULK_MAX_WAIT_MS", defaults: { maxRequests: 1024, maxWaitMs: 0 } },
+};
+
+/** Interactive units in a row before bulk work gets one, by default (about a ninth of the engine for ingestion under full interactive load). */
+export const DEFAULT_BULK_EVERY = 8;
+
+/** ATRIUM_ENCODER_BULK_EVERY: interactive units in a row before a waiting bulk unit goes (0: never), else the default. */
+export function bulkEveryFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.ATRIUM_ENCODER_BULK_EVERY;
+  if (raw === undefined || raw === "") return DEFAULT_BULK_EVERY;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 1_000_000) throw new Error(`ATRIUM_ENCODER_BULK_EVERY must be an integer from 0 to 1000000, got '${raw}'`);
+  return n;
+}
+
+/** Each lane's bounds from the environment (docs/operations.md), else the defaults. */
+export function laneLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): Record<Lane, LaneLimits> {
+  const read = (name: string, fallback: number, min: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > 1e9) throw new Error(`${name} must be an integer from ${min} to 1000000000, got '${raw}'`);
+    return n;
+  };
+  const limits = {} as Record<Lane, LaneLimits>;
+  for (const lane of LANES) {
+    const e = LIMIT_ENV[lane];
+    limits[lane] = { maxRequests: read(e.requests, e.defaults.maxRequests, 1), maxWaitMs: read(e.wait, e.defaults.maxWaitMs, 0) };
+  }
+  return limits;
+}

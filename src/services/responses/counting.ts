@@ -1,0 +1,59 @@
+// Counting a request body's input tokens, the same way on this thread (small bodies) and on a
+// counting worker (worker.ts, large ones): the engine does the counting; this module gives it the
+// project's Files, the fetch policy for image and file URLs, and the shapes that cross threads.
+import { countInputTokens, InputTokensError, type InputTokensErrorStatus } from "../../engines/tokenizer/index.js";
+import { fetchUrl, FetchUrlError, type FetchPolicy } from "../../common/fetch-url.js";
+import type { Scope } from "../../storage/types.js";
+
+/** Largest file or image the counter reads into memory (the platform's per-file input limit). */
+export const MAX_INPUT_FILE_BYTES = 50 * 1024 * 1024;
+
+/** What counting reads from storage: the project's fine-tuned models and its Files. */
+export interface CountingLookups {
+  /** Whether the project has the fine-tuned model `model`. */
+  hasFineTunedModel(scope: Scope, model: string): Promise<boolean>;
+  /** A File's bytes and name; an InputTokensError (404, 413) when it is missing or too large. */
+  readFile(scope: Scope, fileId: string): Promise<{ bytes: Uint8Array; filename: string }>;
+}
+
+/** A counting error as it crosses threads (an error class does not survive structured clone). */
+export interface CountingErrorDescription {
+  status: InputTokensErrorStatus;
+  param: string;
+  message: string;
+  code?: string;
+}
+
+/** A host readFile's answer to a worker: the file, or the counting error to throw there. */
+export type HostFileReply = { file: { bytes: Uint8Array; filename: string } } | { error: CountingErrorDescription };
+
+/** One count sent to a worker: the body as the response API's JSON, and whose Files it may read. */
+export interface CountTask {
+  body: Record<string, unknown>;
+  scope: Scope;
+  policy: FetchPolicy;
+}
+
+export type CountReply = { inputTokens: number } | { error: CountingErrorDescription };
+
+/** The body's input tokens; InputTokensError for what the engine or the lookups refuse. */
+export async function countBody(
+  body: Record<string, unknown>,
+  scope: Scope,
+  lookups: Pick<CountingLookups, "readFile">,
+  policy: FetchPolicy,
+  fetcher: typeof fetchUrl = fetchUrl,
+): Promise<number> {
+  const result = await countInputTokens(
+    body,
+    {
+      fetchImage: (url) =>
+        fetcher(url, policy).catch((e) => {
+          throw e instanceof FetchUrlError ? new InputTokensError(e.status, "", e.message, e.code) : e;
+        }),
+      readFile: (id) => lookups.readFile(scope, id),
+    },
+    { maxImageBytes: MAX_INPUT_FILE_BYTES, maxFileBytes: MAX_INPUT_FILE_BYTES },
+  );
+  return result.input_tokens;
+}

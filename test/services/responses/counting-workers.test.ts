@@ -1,0 +1,130 @@
+// Large token counts run on a counting worker (src/services/responses/workers.ts). The worker must
+// count exactly what this thread counts, reach the project's Files through the host, map errors the
+// same way, and leave the event loop free while it counts.
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { InputTokensError } from "../../../src/engines/tokenizer/index.js";
+import { countBody, type CountingLookups } from "../../../src/services/responses/counting.js";
+import { CountingWorkers, hasTextAtLeast, OFF_THREAD_TEXT_BYTES } from "../../../src/services/responses/workers.js";
+import type { FetchPolicy } from "../../../src/common/fetch-url.js";
+import { API_KEY, startTestServer, type TestServer } from "../../shared/server.js";
+import { api, sdk, toFile } from "../../shared/rest.js";
+import { COOKBOOK_MESSAGES, dataUrl, pdf, png } from "../../fixtures/token-inputs.js";
+
+const scope = { projectId: "proj_default" };
+const policy: FetchPolicy = { timeoutMs: 5_000, maxBytes: 50 * 1024 * 1024, allowPrivate: false };
+const doc = pdf([{ w: 612, h: 792, text: "A page of a document that a worker counts." }]);
+
+const lookups: CountingLookups = {
+  hasFineTunedModel: async () => false,
+  async readFile(_scope, fileId) {
+    if (fileId === "file-doc") return { bytes: doc, filename: "doc.pdf" };
+    throw new InputTokensError(404, "", `No such File object: ${fileId}`, "file_not_found");
+  },
+};
+
+// Prose with every kind of piece the encodings split on: words, numbers, punctuation, unicode, code.
+function prose(bytes: number, seed = 1): string {
+  const words = ["the", "platform", "counts", "tokens", "naïve", "café", "1234", "😀", "function(x) {", "return x;", "}", "—", "日本語", "\n\n", "   ", "don't", "HTTP/1.1"];
+  let s = "";
+  let r = seed;
+  while (s.length < bytes) {
+    r = (r * 1103515245 + 12345) & 0x7fffffff;
+    s += words[r % words.length] + " ";
+  }
+  return s;
+}
+
+const bodies: Array<[string, Record<string, unknown>]> = [
+  ["a large string input on gpt-4o", { model: "gpt-4o", input: prose(200_000) }],
+  ["a large string input on gpt-4 (cl100k)", { model: "gpt-4", input: prose(150_000, 7) }],
+  ["messages with instructions, a tool and an image", {
+    model: "gpt-4o",
+    instructions: prose(70_000, 3),
+    input: [...COOKBOOK_MESSAGES, { role: "user", content: [{ type: "input_text", text: prose(10_000, 5) }, { type: "input_image", image_url: dataUrl(png(512, 512)), detail: "high" }] }],
+    tools: [{ type: "function", name: "lookup", description: "Looks things up.", parameters: { type: "object", properties: { q: { type: "string" } } } }],
+  }],
+  ["an uploaded PDF read through the host", { model: "gpt-4o", input: [{ role: "user", content: [{ type: "input_text", text: prose(80_000, 9) }, { type: "input_file", file_id: "file-doc" }] }] }],
+];
+
+describe("CountingWorkers: the same counts and errors as this thread", () => {
+  let workers: CountingWorkers;
+  beforeAll(() => {
+    workers = new CountingWorkers(lookups, 1);
+  });
+  afterAll(() => workers.close());
+
+  it.each(bodies)("%s", async (_name, body) => {
+    expect(hasTextAtLeast(body, OFF_THREAD_TEXT_BYTES)).toBe(true);
+    const here = await countBody(body, scope, lookups, policy);
+    expect(here).toBeGreaterThan(1000);
+    expect(await workers.count({ body, scope, policy })).toBe(here);
+  });
+
+  it("a counting error raised on the worker comes back as the same InputTokensError", async () => {
+    const body = { model: "gpt-4o", input: [{ role: "user", content: [{ type: "input_text", text: prose(70_000) }, { type: "input_file", file_id: "file-missing" }] }] };
+    const here = await countBody(body, scope, lookups, policy).catch((e) => e);
+    const there = await workers.count({ body, scope, policy }).catch((e) => e);
+    expect(here).toBeInstanceOf(InputTokensError);
+    expect(there).toBeInstanceOf(InputTokensError);
+    expect({ status: there.status, param: there.param, message: there.message, code: there.code }).toEqual({ status: here.status, param: here.param, message: here.message, code: here.code });
+    expect(there.param).toBe("input[0].content[1].file_id");
+  });
+
+  it("the event loop turns while a worker counts; counted here, it would not", async () => {
+    const body = { model: "gpt-4o", input: prose(2_000_000, 13) };
+    const order = async (work: () => Promise<number>) => {
+      const seen: string[] = [];
+      setImmediate(() => seen.push("turn"));
+      await work().then(() => seen.push("counted"));
+      await new Promise((r) => setImmediate(r));
+      return seen;
+    };
+    expect(await order(() => workers.count({ body, scope, policy }))).toEqual(["turn", "counted"]);
+    expect(await order(() => countBody(body, scope, lookups, policy))).toEqual(["counted", "turn"]);
+  });
+
+  it("hasTextAtLeast counts the strings anywhere in the body, and stops at the limit", () => {
+    expect(hasTextAtLeast({ model: "gpt-4o", input: "x".repeat(100) }, 200)).toBe(false);
+    expect(hasTextAtLeast({ a: ["x".repeat(100), { b: "y".repeat(100) }] }, 200)).toBe(true);
+    expect(hasTextAtLeast({ a: 1, b: null, c: true }, 1)).toBe(false);
+  });
+});
+
+describe("POST /v1/responses/input_tokens with large bodies", () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer();
+  });
+  afterAll(() => s.stop());
+
+  const count = async (body: unknown) => {
+    const r = await api(s.baseURL, "/responses/input_tokens", { method: "POST", json: body });
+    return { status: r.status, body: (await r.json()) as any };
+  };
+
+  it("a large body counts the same as in the engine on this thread, uploaded Files included", async () => {
+    const client = sdk(s.baseURL, API_KEY);
+    const f = await client.files.create({ file: await toFile(Buffer.from(doc), "doc.pdf"), purpose: "user_data" });
+    const body = { model: "gpt-4o", input: [{ role: "user", content: [{ type: "input_text", text: prose(100_000, 11) }, { type: "input_file", file_id: f.id }] }] };
+    const expected = await countBody(body, scope, { readFile: async () => ({ bytes: doc, filename: "doc.pdf" }) }, policy);
+    expect(await count(body)).toEqual({ status: 200, body: { object: "response.input_tokens", input_tokens: expected } });
+  });
+
+  it("a bad field in a large body is still a 400 naming it", async () => {
+    const r = await count({ model: "gpt-4o", input: [{ role: "user", content: [{ type: "input_text", text: prose(100_000) }, { type: "input_image", image_url: "data:image/png;base64,AAAA" }] }] });
+    expect(r.status).toBe(400);
+    expect(r.body.error.param).toBe("input[0].content[1].image_url");
+  });
+
+  it("large bodies go to the counting worker, small ones stay on this thread", async () => {
+    const sent = vi.spyOn(CountingWorkers.prototype, "count");
+    try {
+      expect((await count({ model: "gpt-4o", input: "hello" })).status).toBe(200);
+      expect(sent).not.toHaveBeenCalled();
+      expect((await count({ model: "gpt-4o", input: prose(OFF_THREAD_TEXT_BYTES + 10) })).status).toBe(200);
+      expect(sent).toHaveBeenCalledTimes(1);
+    } finally {
+      sent.mockRestore();
+    }
+  });
+});
