@@ -30,7 +30,8 @@ import { configFromEnv } from "../src/config.js";
 import { IdentityState } from "../src/auth/identity/state.js";
 import { tokenKey, WorkloadTokens } from "../src/auth/identity/tokens.js";
 import { TokenExchange } from "../src/auth/identity/exchange.js";
-import { Loader, arg, children, freePort } from "./harness.js";
+import { Loader, arg, children } from "./harness.js";
+import { freePort } from "../test/shared/ports.js";
 
 const ROOT = path.resolve(fileURLToPath(new URL("..", import.meta.url)));
 const API_KEY = "sk-atrium-bench-identity-key-000001";

@@ -30,7 +30,8 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { Loader, arg, children, freePort, median } from "./harness.js";
+import { Loader, arg, children, median } from "./harness.js";
+import { freePort } from "../test/shared/ports.js";
 
 const ROOT = path.resolve(fileURLToPath(new URL("..", import.meta.url)));
 const API_KEY = "sk-atrium-bench-limits-key-000001";

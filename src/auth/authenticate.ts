@@ -81,11 +81,11 @@ export class Authenticator {
     if (key) {
       const membership = selectMembership(key.memberships, orgHeader, projectHeader);
       const project = membership.projectId === null && projectHeader ? await this.keys.project(projectHeader) : undefined;
-      return keyPrincipal(key, membership, projectHeader, project);
+      return liveProject(keyPrincipal(key, membership, projectHeader, project), await this.keys.project(projectOf(membership, projectHeader)));
     }
     for (const v of owner ? [owner] : this.verifiers) {
       const p = await v.verify(token);
-      if (p) return checkTokenHeaders(p, orgHeader, projectHeader);
+      if (p) return liveProject(checkTokenHeaders(p, orgHeader, projectHeader), await this.keys.project(p.projectId));
     }
     throw new ApiError(401, `Incorrect API key provided: ${redact(token)}.`, { type: "invalid_request_error", code: "invalid_api_key" });
   }
@@ -100,7 +100,9 @@ export class Authenticator {
     const owner = this.ownerOf(token);
     if (owner) {
       const p = owner.cached?.(token)?.value;
-      return p && checkTokenHeaders(p, orgHeader, projectHeader);
+      if (!p) return undefined;
+      const live = this.keys.cachedProject(p.projectId);
+      return live && liveProject(checkTokenHeaders(p, orgHeader, projectHeader), live.value);
     }
     const key = this.keys.cached(token)?.value;
     if (!key) return undefined;
@@ -111,8 +113,21 @@ export class Authenticator {
       if (!hit) return undefined;
       project = hit.value;
     }
-    return keyPrincipal(key, membership, projectHeader, project);
+    const live = this.keys.cachedProject(projectOf(membership, projectHeader));
+    return live && liveProject(keyPrincipal(key, membership, projectHeader, project), live.value);
   }
+}
+
+/** The project a key's call acts in (before keyPrincipal checks it): "" when it has none. */
+function projectOf(m: Membership, projectHeader: string | undefined): string {
+  return (m.projectId === null ? projectHeader : undefined) ?? m.projectId ?? m.defaultProjectId ?? "";
+}
+
+/** `p`, unless its project is archived (a project that is not stored, e.g. "", is not archived). */
+function liveProject(p: Principal, project: Project | undefined): Principal {
+  if (project?.archivedAt)
+    throw new ApiError(401, `The project '${p.projectId}' is archived: its keys and tokens can no longer be used.`, { type: "invalid_request_error", code: "project_archived" });
+  return p;
 }
 
 /** A verifier's Principal, if the organization/project headers (when sent) name its own. */

@@ -14,7 +14,7 @@ export async function bootstrap(keys: KeyStore, cfg: AtriumConfig): Promise<{ ge
   for (const o of cfg.file.organizations ?? []) {
     await keys.putOrganization({ id: o.id, name: o.name ?? o.id });
     for (const p of o.projects ?? []) {
-      await keys.putProject({ id: p.id, organizationId: o.id, name: p.name ?? p.id });
+      await keys.putProject({ id: p.id, organizationId: o.id, name: p.name ?? p.id }, { archived: p.archived });
       if (!defaults.has(o.id)) defaults.set(o.id, p.id);
     }
   }
@@ -40,16 +40,17 @@ export async function bootstrap(keys: KeyStore, cfg: AtriumConfig): Promise<{ ge
     for (const m of memberships)
       if (m.projectId && !(await keys.project(m.projectId)))
         await keys.putProject({ id: m.projectId, organizationId: k.organization, name: m.projectId });
-    await keys.put(k.key!, { name: k.name ?? "config key", kind, memberships });
+    await keys.put(k.key!, { name: k.name ?? "config key", kind, memberships }, { revoked: k.revoked });
   }
   if ((await keys.count()) === 0) {
     const secret = newSecret("admin");
-    await keys.put(secret, {
+    // Instances starting together on one database may all see no key: one of them generates it.
+    const generated = await keys.putFirstAdminKey(secret, {
       name: "generated admin key",
       kind: "admin",
       memberships: [{ organizationId: DEFAULT_ORG, projectId: null, defaultProjectId: DEFAULT_PROJECT, role: "owner" }],
     });
-    return { generatedAdminKey: secret };
+    if (generated) return { generatedAdminKey: secret };
   }
   return {};
 }

@@ -7,6 +7,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { ErrorInfoSchema } from "../../gen/atrium/v1/options_pb.js";
 import { BlobTooLarge, DuplicateRecord, VersionConflict } from "../storage/types.js";
+import { isNoSpace } from "../storage/space-reserve.js";
+import { isEngineUnavailable } from "../storage/unavailable.js";
 
 export type ErrorType =
   | "invalid_request_error"
@@ -38,6 +40,8 @@ const codeForStatus: Record<number, Code> = {
   500: Code.Internal,
   501: Code.Unimplemented,
   503: Code.Unavailable,
+  // "perhaps the entire file system is out of space", as gRPC's status codes describe it.
+  507: Code.ResourceExhausted,
 };
 
 const statusForCode: Record<Code, number> = {
@@ -128,6 +132,19 @@ export function missingParam(param: string): ApiError {
   return new ApiError(400, `Missing required parameter: '${param}'.`, { param, code: "missing_required_parameter" });
 }
 
+/**
+ * 503 for a shared engine whose queue is full: the platform's shape with `retry-after` (whole
+ * seconds, rounded up) and `retry-after-ms`, which the official SDKs wait for before retrying.
+ */
+export function engineOverloaded(message: string, retryAfterMs: number, cause?: unknown): ApiError {
+  const ms = Math.max(1, Math.ceil(retryAfterMs));
+  return new ApiError(503, `${message} Retry after ${Math.ceil(ms / 1000)} s.`, {
+    code: "engine_overloaded",
+    headers: { "retry-after": String(Math.max(1, Math.ceil(ms / 1000))), "retry-after-ms": String(ms) },
+    cause,
+  });
+}
+
 export interface RestErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null };
 }
@@ -149,11 +166,24 @@ export function toRestError(err: unknown): { status: number; body: RestErrorBody
       headers: {},
     };
   }
+  if (isEngineUnavailable(err)) return toRestError(storageUnavailable(err));
   return {
     status: 500,
     body: { error: { message: "The server had an error while processing your request.", type: "server_error", param: null, code: "internal_error" } },
     headers: {},
   };
+}
+
+/**
+ * 507 when the server's disk (or database) is full: nothing of the request was kept. Deleting
+ * works meanwhile (space-reserve.ts), and writes are taken again once space is freed.
+ */
+export function storageFull(cause?: unknown): ApiError {
+  return new ApiError(507, "The server's storage is full, so this request could not be stored. Deleting files or other objects works; retry once space has been freed.", {
+    code: "storage_full",
+    type: "server_error",
+    cause,
+  });
 }
 
 /** 404 for a resource of this project that does not exist (or belongs to another project). */
@@ -171,5 +201,20 @@ export function fromStorageError(err: unknown): unknown {
     return new ApiError(409, "The object was changed by another request at the same time; retry the request.", { code: "conflict", type: "conflict_error", cause: err });
   if (err instanceof DuplicateRecord) return new ApiError(409, "An object with this id already exists.", { code: "conflict", type: "conflict_error", cause: err });
   if (err instanceof BlobTooLarge) return new ApiError(413, `The content is too large: the limit is ${err.limit} bytes.`, { code: "request_too_large", cause: err });
+  if (isNoSpace(err)) return storageFull(err);
+  if (isEngineUnavailable(err)) return storageUnavailable(err);
   return err;
+}
+
+/**
+ * 503 when the shared database or object store cannot be reached (docs/scale-out.md): nothing of
+ * the request was kept, and the same request succeeds once the engine is back.
+ */
+export function storageUnavailable(cause?: unknown): ApiError {
+  return new ApiError(503, "The server's storage is unavailable at the moment, so this request could not be completed; nothing of it was stored. Retry in a few seconds.", {
+    code: "storage_unavailable",
+    type: "server_error",
+    headers: { "retry-after": "2" },
+    cause,
+  });
 }

@@ -1,4 +1,5 @@
 // The standard list parameters (spec 4, "Standard list parameters") and the list envelope (2.1).
+import { capChars, MAX_ID_CHARS } from "./caps.js";
 import { ApiError, invalidParam } from "./errors.js";
 import type { ListQuery, ListPage, StoredRecord } from "../storage/types.js";
 import { CursorNotFound } from "../storage/types.js";
@@ -17,6 +18,8 @@ export function listQuery(p: ListParams, opts: { defaultLimit?: number; maxLimit
     throw invalidParam("limit", `Invalid 'limit': expected an integer from 1 to ${max}, got ${limit}.`, "integer_out_of_range");
   const order = p.order ?? opts.defaultOrder ?? "desc";
   if (order !== "asc" && order !== "desc") throw invalidParam("order", `Invalid 'order': expected 'asc' or 'desc', got '${order}'.`);
+  capChars(p.after, "after", MAX_ID_CHARS);
+  capChars(p.before, "before", MAX_ID_CHARS);
   if (p.after && p.before) throw invalidParam("before", "Give at most one of 'after' and 'before'.");
   return { after: p.after || undefined, before: p.before || undefined, limit, order };
 }

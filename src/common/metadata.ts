@@ -1,6 +1,7 @@
 // Metadata and attributes (spec 2, "Metadata", "Attributes"; limits in spec 8): at most 16 pairs,
 // keys up to 64 characters, string values up to 512; attributes may also hold numbers and
 // booleans. The messages follow the platform's wording for the same violations.
+import { capChars } from "./caps.js";
 import { invalidParam } from "./errors.js";
 import { typeError } from "./rest-json.js";
 
@@ -30,12 +31,7 @@ function checkPairs(map: unknown, param: string, value: (v: unknown, at: string)
 }
 
 function checkString(v: string, at: string) {
-  if (v.length > MAX_VALUE_CHARS)
-    throw invalidParam(
-      at,
-      `Invalid '${at}': string too long. Expected a string with maximum length ${MAX_VALUE_CHARS}, but got a string with length ${v.length} instead.`,
-      "string_above_max_length",
-    );
+  capChars(v, at, MAX_VALUE_CHARS);
 }
 
 /** Metadata: string values only. */

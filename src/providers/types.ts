@@ -6,9 +6,16 @@
 /** The capabilities, as named in the registry (the file's `fine_tuning` is `fineTuning` here). */
 export type Capability = "embeddings" | "moderation" | "video" | "fineTuning" | "responses";
 
+/** How urgent a call is for an engine shared by every project: interactive work goes ahead of bulk. */
+export type WorkLane = "interactive" | "bulk";
+
 export interface CallOptions {
   /** Aborts the call: the caller's request went away, or its job was cancelled. */
   signal?: AbortSignal;
+  /** A request someone waits on ("interactive", the default) or background work such as ingestion ("bulk"). Upstreams ignore it. */
+  lane?: WorkLane;
+  /** The project the work is for: a shared local engine takes turns between projects. Upstreams ignore it. */
+  project?: string;
 }
 
 interface ProviderIdentity {
@@ -37,6 +44,8 @@ export interface EmbedResult {
 export interface EmbeddingsProvider extends ProviderIdentity {
   /** Length of the vectors when no `dimensions` is asked for; undefined when only the upstream knows. */
   readonly dimensions: number | undefined;
+  /** Every model a local provider serves (a store indexed with any of them stays searchable); undefined: only its configured one. */
+  readonly models?: readonly string[];
   embed(inputs: string[], opts: EmbedOptions): Promise<EmbedResult>;
 }
 

@@ -26,6 +26,11 @@ export function tagSocket(socket: Socket, listener: string) {
 
 export const connectionKey = createContextKey<ConnectionFacts | undefined>(undefined, { description: "atrium connection facts" });
 
+/** The listener a request came on, without building its facts (an onRequest hook asks on every request). */
+export function listenerOf(req: IncomingMessage | Http2ServerRequest): string {
+  return (req.socket as any)[LISTENER] ?? "main";
+}
+
 export function connectionFacts(req: IncomingMessage | Http2ServerRequest): ConnectionFacts {
   // For HTTP/2 `req.socket` is a proxy of the session's socket; the tag and TLS state are there.
   const socket = req.socket as Socket & Partial<TLSSocket>;

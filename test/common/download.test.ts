@@ -2,11 +2,11 @@
 // A shorter blob fails cleanly (a 500 in the platform's shape before any byte, or a cut connection
 // if it shrinks mid-body), never a hang; a longer one never spills past Content-Length into the
 // next response on a keep-alive connection.
-import { appendFileSync, truncateSync } from "node:fs";
+import { appendFileSync, rmSync, truncateSync } from "node:fs";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { API_KEY, startTestServer, type TestServer } from "../shared/server.js";
-import { api, expectErrorShape, random, sha256 } from "../shared/rest.js";
+import { api, expectErrorShape, random, sdk, sha256, toFile } from "../shared/rest.js";
 import type { DiskBlobStore } from "../../src/storage/disk-blobs.js";
 
 let s: TestServer;
@@ -52,8 +52,9 @@ function keepAlive() {
   return {
     socket,
     isClosed: () => closed,
-    async get(path: string): Promise<{ status: number; headers: string; body: Buffer } | "closed"> {
-      socket.write(`GET ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${API_KEY}\r\n\r\n`);
+    /** `extraHeaders`: more header lines, each ending in CRLF. */
+    async get(path: string, extraHeaders = ""): Promise<{ status: number; headers: string; body: Buffer } | "closed"> {
+      socket.write(`GET ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${API_KEY}\r\n${extraHeaders}\r\n`);
       const deadline = Date.now() + 10_000;
       for (;;) {
         const end = buf.indexOf("\r\n\r\n");
@@ -132,6 +133,49 @@ describe("downloads against the record's size (issue 22, defect 4)", () => {
       expect(received).toBeLessThan(size);
     } finally {
       c.socket.destroy();
+    }
+  });
+
+  it("a removed blob is a 500 in the platform's shape, with or without Range, and the connection stays usable", async () => {
+    const { id, path } = await uploaded(random(20_000));
+    rmSync(path);
+    const c = keepAlive();
+    try {
+      for (const range of ["", "range: bytes=100-199\r\n"]) {
+        const r = await c.get(`/v1/files/${id}/content`, range);
+        expect(r).not.toBe("closed");
+        if (r === "closed") return;
+        expect(r.status).toBe(500);
+        expectErrorShape(JSON.parse(r.body.toString()));
+      }
+      const again = await c.get(`/v1/files/${id}`);
+      expect(again !== "closed" && again.status).toBe(200);
+    } finally {
+      c.socket.destroy();
+    }
+  });
+
+  it("a Range past what a truncated blob holds is a 500, not a hang; one inside it is served", async () => {
+    const content = random(30_000);
+    const { id, path } = await uploaded(content);
+    truncateSync(path, 1000);
+    const past = await api(s.baseURL, `/files/${id}/content`, { headers: { range: "bytes=20000-20099" } });
+    expect(past.status).toBe(500);
+    expectErrorShape(await past.json());
+    // The record says 30,000 bytes; the blob is short, so no range of it is trusted.
+    const inside = await api(s.baseURL, `/files/${id}/content`, { headers: { range: "bytes=0-99" } });
+    expect(inside.status).toBe(500);
+  });
+
+  it("a container file whose blob is truncated or removed fails the same way", async () => {
+    const client = sdk(s.baseURL);
+    const container = await client.containers.create({ name: "faults" });
+    for (const damage of [(p: string) => truncateSync(p, 3), (p: string) => rmSync(p)]) {
+      const cfile = await client.containers.files.create(container.id, { file: await toFile(random(5000), "x.bin") });
+      damage((s.deps.blobs as DiskBlobStore).pathOf(cfile.id));
+      const res = await api(s.baseURL, `/containers/${container.id}/files/${cfile.id}/content`);
+      expect(res.status).toBe(500);
+      expectErrorShape(await res.json());
     }
   });
 });

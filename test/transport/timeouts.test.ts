@@ -173,6 +173,26 @@ describe("body progress (issue 22, defect 2)", () => {
     expect(openFds()).toBeLessThanOrEqual(fdsBefore);
   });
 
+  it("half-sent JSON, Connect and unauthenticated bodies that stall are cut too", async () => {
+    const bodies = [
+      // A JSON body with a key: the body parser waits for it.
+      `POST /v1/embeddings HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${API_KEY}\r\ncontent-type: application/json\r\ncontent-length: 5000\r\n\r\n{"model":`,
+      // No key at all: nothing may be held open for a caller the server does not know.
+      `POST /v1/files HTTP/1.1\r\nhost: x\r\ncontent-type: multipart/form-data; boundary=${BOUNDARY}\r\ncontent-length: 90000\r\n\r\n--${BOUNDARY}\r\n`,
+      // A Connect unary call.
+      `POST /atrium.v1.ModelsService/GetModel HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${API_KEY}\r\ncontent-type: application/json\r\ncontent-length: 400\r\n\r\n{"model":"gp`,
+    ];
+    const cuts: Watched[] = [];
+    for (const body of bodies) {
+      const c = await connect();
+      c.socket.write(body); // then nothing: no more bytes, no FIN
+      cuts.push(c);
+    }
+    for (const c of cuts) await c.closed(STALL_MS + SLACK_MS);
+    // Whatever each was told before the cut, it was never a success.
+    for (const c of cuts) expect(c.received().toString()).not.toMatch(/^HTTP\/1\.1 2/);
+  });
+
   it("an HTTP/2 upload stream whose body stalls is cancelled, and its temp file released", async () => {
     const session = http2.connect(s.url);
     session.on("error", () => {});

@@ -4,8 +4,18 @@
 // MAX_AGE). Only public asymmetric keys are accepted: a JWKS holding private or symmetric (`oct`)
 // material is refused, so an HMAC "signed with the public key" can never find a key.
 import { readFileSync } from "node:fs";
-import { createLocalJWKSet, errors as joseErrors, type JSONWebKeySet, type JWK, type JWTVerifyGetKey } from "jose";
+import type { JSONWebKeySet, JWK, JWTVerifyGetKey } from "jose";
 import { fetchUrl, type FetchPolicy } from "../../common/fetch-url.js";
+
+let joseLoading: Promise<typeof import("jose")> | undefined;
+/** jose, imported by the first token verified: a server with no JWT provider never loads it. */
+export const jose = () => (joseLoading ??= import("jose"));
+
+/** jose's resolver over `doc`, built on its first use. */
+function localSet(doc: JSONWebKeySet): JWTVerifyGetKey {
+  let set: JWTVerifyGetKey | undefined;
+  return async (header, token) => (set ??= (await jose()).createLocalJWKSet(doc))(header, token);
+}
 
 const PRIVATE_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "k", "oth"];
 const ASYMMETRIC_KTY = new Set(["RSA", "EC", "OKP"]);
@@ -50,18 +60,18 @@ function refreshing(current: () => Promise<JWTVerifyGetKey>, refresh: () => Prom
     try {
       return await (await current())(header, token);
     } catch (e) {
-      if (!(e instanceof joseErrors.JWKSNoMatchingKey) || !(await refresh())) throw e;
+      if (!(e instanceof (await jose()).errors.JWKSNoMatchingKey) || !(await refresh())) throw e;
       return (await current())(header, token);
     }
   };
 }
 
 export function inlineJwks(doc: JSONWebKeySet): JwksSource {
-  return { getKey: createLocalJWKSet(doc) };
+  return { getKey: localSet(doc) };
 }
 
 export function fileJwks(path: string, loaded: JSONWebKeySet, now: NowMs): JwksSource {
-  let set = createLocalJWKSet(loaded);
+  let set = localSet(loaded);
   let last = now();
   return {
     getKey: refreshing(
@@ -70,7 +80,7 @@ export function fileJwks(path: string, loaded: JSONWebKeySet, now: NowMs): JwksS
         if (now() - last < FILE_COOLDOWN_MS) return false;
         last = now();
         try {
-          set = createLocalJWKSet(readJwksFile(path));
+          set = localSet(readJwksFile(path));
           return true;
         } catch {
           return false; // keep the keys we have; the token simply finds none
@@ -91,7 +101,7 @@ export function urlJwks(url: string, policy: Omit<FetchPolicy, "maxBytes">, now:
       lastAttempt = now();
       try {
         const body = await fetchUrl(url, { ...policy, maxBytes: MAX_JWKS_BYTES });
-        set = createLocalJWKSet(checkJwks(JSON.parse(Buffer.from(body).toString("utf8"))));
+        set = localSet(checkJwks(JSON.parse(Buffer.from(body).toString("utf8"))));
         fetchedAt = now();
         return true;
       } catch (e) {
@@ -105,7 +115,7 @@ export function urlJwks(url: string, policy: Omit<FetchPolicy, "maxBytes">, now:
     const stale = now() - fetchedAt > MAX_AGE_MS;
     // A stale set is still used when the refetch fails (the issuer's endpoint may be down).
     if (stale && now() - lastAttempt >= (set ? JWKS_URL_COOLDOWN_MS : URL_RETRY_MS)) await fetchNow();
-    if (!set) throw new joseErrors.JWKSNoMatchingKey();
+    if (!set) throw new (await jose()).errors.JWKSNoMatchingKey();
     return set;
   };
   const refresh = async () => (now() - lastAttempt >= JWKS_URL_COOLDOWN_MS ? fetchNow() : false);

@@ -4,9 +4,9 @@
 // the provider's JWKS; `exp` in the future; `iat` (and `nbf`) not in the future beyond CLOCK_SKEW.
 // jose does the JOSE work. Failures carry a reason for the server's log only: callers answer
 // every one of them with the same "invalid subject token".
-import { decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose";
+import type { JWTPayload } from "jose";
 import type { JwtProviderSpec } from "./config.js";
-import type { JwksSource } from "./jwks.js";
+import { jose, type JwksSource } from "./jwks.js";
 
 /** Seconds a subject token's iat/nbf may lie in the future (clocks of issuer and server differ). `exp` gets none. */
 export const CLOCK_SKEW_S = 30;
@@ -22,6 +22,7 @@ const fail = (reason: string): never => {
 /** The verified claims, or throws SubjectTokenInvalid. `now`: Unix seconds. */
 export async function verifySubjectJwt(token: string, provider: JwtProviderSpec, jwks: JwksSource, now: number): Promise<JWTPayload> {
   if (token.length > MAX_JWT_LENGTH || token.split(".").length !== 3) fail("not a compact JWS");
+  const { decodeProtectedHeader, jwtVerify } = await jose();
   let header;
   try {
     header = decodeProtectedHeader(token);

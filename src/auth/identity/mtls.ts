@@ -8,7 +8,7 @@
 import type { FastifyInstance } from "fastify";
 import { ApiError } from "../../common/errors.js";
 import { TtlCache } from "../../common/cache.js";
-import { connectionFacts, type ConnectionFacts } from "../../transport/connection.js";
+import { connectionFacts, listenerOf, type ConnectionFacts } from "../../transport/connection.js";
 import type { Principal } from "../principal.js";
 import type { IdentityState } from "./state.js";
 import { presentedChain, verifyPath } from "./x509.js";
@@ -20,7 +20,7 @@ const API_PATH = /^\/(?:v1\/|atrium\.v1\.[A-Za-z0-9]+\/[A-Za-z0-9]+$)/;
 /** The onRequest hook refusing everything the mTLS listener does not serve. */
 export function guardMtlsPaths(app: FastifyInstance): void {
   app.addHook("onRequest", (req, _reply, done) => {
-    if (connectionFacts(req.raw).listener !== MTLS_LISTENER) return done();
+    if (listenerOf(req.raw) !== MTLS_LISTENER) return done();
     const q = req.url.indexOf("?");
     const path = q < 0 ? req.url : req.url.slice(0, q);
     if (path === "/oauth/token" ? req.method === "POST" : API_PATH.test(path)) return done();

@@ -27,7 +27,7 @@ export class LeanHandlerContext implements HandlerContext {
   readonly requestMethod = "POST";
   readonly requestHeader: Headers;
   readonly responseHeader: Headers = new ResponseHeaders();
-  readonly responseTrailer: Headers = new ResponseHeaders();
+  private trailer: Headers | undefined;
   readonly values: ContextValues;
   /** Absolute deadline (ms since epoch) from Connect-Timeout-Ms, if any. */
   readonly deadline: number | undefined;
@@ -49,7 +49,19 @@ export class LeanHandlerContext implements HandlerContext {
     this.deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
   }
 
-  readonly timeoutMs = (): number | undefined => (this.deadline === undefined ? undefined : this.deadline - Date.now());
+  /** Made when a handler first asks: most calls send no trailers. */
+  get responseTrailer(): Headers {
+    return (this.trailer ??= new ResponseHeaders());
+  }
+
+  /** The trailers a handler set, if it touched them. */
+  get trailersSet(): Headers | undefined {
+    return this.trailer;
+  }
+
+  timeoutMs(): number | undefined {
+    return this.deadline === undefined ? undefined : this.deadline - Date.now();
+  }
 
   get url(): string {
     const h = this.rawReq.headers;

@@ -279,7 +279,7 @@ export function createLeanUnaryHandler(
     reply.header("content-type", contentType);
     ctx.responseHeader.forEach((value, key) => void reply.header(key, value));
     if (status !== 200) reply.header("content-type", contentTypeUnaryJson);
-    ctx.responseTrailer.forEach((value, key) => void reply.header(`trailer-${key}`, value));
+    ctx.trailersSet?.forEach((value, key) => void reply.header(`trailer-${key}`, value));
 
     const accept = h["accept-encoding"];
     if (accept !== undefined && accept !== "" && opt.acceptCompression.length) {

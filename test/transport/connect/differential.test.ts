@@ -312,7 +312,17 @@ const expectDeadlineEnforced = (l: Answer, s: Answer) => {
  */
 const INHERENT: Record<string, { why: string; check: (lean: Answer, stock: Answer) => void }> = {
   "timeout: 0": { why: DEADLINE_ENFORCED, check: expectDeadlineEnforced },
-  "timeout: 1 ms on a slow-ish call": { why: DEADLINE_ENFORCED, check: expectDeadlineEnforced },
+  "timeout: 1 ms on a slow-ish call": {
+    why:
+      "A count this large runs on a counting worker, which stops when the call's signal aborts, so both " +
+      "servers answer deadline_exceeded; the lean answer leaves out the per-request headers of a call " +
+      "that never reached its implementation.",
+    check: (l, s) => {
+      expect(l.status).toBe(504);
+      expect(s.status).toBe(504);
+      expect(JSON.parse(l.body)).toEqual(JSON.parse(s.body));
+    },
+  },
 };
 
 describe("lean Connect unary path vs stock connect-fastify, same requests to both servers", () => {

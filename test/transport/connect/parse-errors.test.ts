@@ -1,5 +1,6 @@
-// Issue 22, defect 6: a request message that is not valid binary protobuf is invalid_argument on
-// every protocol (not internal), and is logged.
+// Issue 22, defect 6: a request message that is not valid binary protobuf, or an envelope flagged
+// compressed without a negotiated compression, is invalid_argument on every protocol (not
+// internal), unary and streaming, and is logged.
 import http2 from "node:http2";
 import { Writable } from "node:stream";
 import pino from "pino";
@@ -30,7 +31,7 @@ beforeAll(async () => {
 });
 afterAll(async () => s?.stop());
 
-function grpcCall(contentType: string, message = MALFORMED): Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; body: Buffer }> {
+function grpcCall(contentType: string, message = MALFORMED, flags = 0): Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const session = http2.connect(s.url);
     session.on("error", reject);
@@ -46,7 +47,7 @@ function grpcCall(contentType: string, message = MALFORMED): Promise<{ headers: 
       session.close();
       resolve({ headers, trailers, body: Buffer.concat(chunks) });
     });
-    req.end(envelope(0, message));
+    req.end(envelope(flags, message));
   });
 }
 
@@ -83,6 +84,28 @@ describe("malformed binary protobuf (issue 22, defect 6)", () => {
     expect(at).toBe(body.length);
     expect(trailer).toMatch(/^grpc-status: ?3\r?$/m);
     expect(trailer).toMatch(/grpc-message: ?parse%20binary/);
+  });
+
+  it("Connect streaming: a malformed message or an unnegotiated compressed envelope ends with invalid_argument, logged", async () => {
+    const STREAM = "/atrium.v1.FilesService/CreateFile"; // client streaming
+    for (const body of [envelope(0, MALFORMED), envelope(1, Buffer.from([1, 2, 3]))]) {
+      const before = logged.length;
+      const res = await fetch(`${s.url}${STREAM}`, { method: "POST", headers: { "content-type": "application/connect+proto", authorization: `Bearer ${API_KEY}` }, body: new Uint8Array(body) });
+      expect(res.status).toBe(200); // Connect streaming reports errors in its end-stream message
+      const bytes = Buffer.from(await res.arrayBuffer());
+      // One envelope: the end-stream message (flag 0x02), its length in bytes 1-4.
+      expect(bytes[0]).toBe(0x02);
+      expect(bytes.readUInt32BE(1)).toBe(bytes.length - 5);
+      const end = JSON.parse(bytes.subarray(5).toString()) as { error: { code: string; message: string } };
+      expect(end.error.code).toBe("invalid_argument");
+      expect(end.error.message).toMatch(/^parse binary: |compressed envelope/);
+      expect(logged.slice(before).some((l) => l.msg === "rpc request is not a valid protobuf message" && l.rpc === "atrium.v1.FilesService/CreateFile")).toBe(true);
+    }
+  });
+
+  it("gRPC: an unnegotiated compressed envelope is grpc-status 3", async () => {
+    const { headers, trailers } = await grpcCall("application/grpc", MALFORMED, 1);
+    expect(trailers["grpc-status"] ?? headers["grpc-status"]).toBe("3");
   });
 
   it("a valid message still succeeds over Connect and gRPC", async () => {
