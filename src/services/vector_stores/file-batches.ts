@@ -61,8 +61,11 @@ export class FileBatches {
   async view(scope: Scope, rec: StoredRecord<FileBatchRecord>): Promise<BatchView> {
     const counts = await countByStatus(scope, this.members, rec.id);
     let status: BatchStatus = "completed";
-    if (rec.data.cancelled) status = "cancelled";
-    else if (counts.in_progress > 0) status = "in_progress";
+    // A cancel settles its files one by one (on several instances, while their jobs run
+    // elsewhere): the batch reads cancelled only once none is left in progress, so a poller that
+    // sees a terminal status never sees a file still running.
+    if (counts.in_progress > 0) status = "in_progress";
+    else if (rec.data.cancelled) status = "cancelled";
     else if (counts.total > 0 && counts.failed === counts.total) status = "failed";
     return { batch: rec.data, counts, status };
   }
@@ -76,8 +79,10 @@ export class FileBatches {
   async cancel(scope: Scope, storeId: string, batchId: string): Promise<StoredRecord<FileBatchRecord>> {
     let rec = await this.get(scope, storeId, batchId);
     const outstanding = await allRecords(this.members, scope, { parentId: batchId, tag: "in_progress", order: "asc" });
-    if (rec.data.cancelled || outstanding.length === 0) return rec;
-    rec = (await this.batches.update(scope, batchId, { ...rec.data, cancelled: true })) ?? rec;
+    if (outstanding.length === 0) return rec;
+    // Marked first, so the files settled below are the batch's cancel (a retried cancel after a
+    // crash mid-way goes on with those left).
+    if (!rec.data.cancelled) rec = (await this.batches.update(scope, batchId, { ...rec.data, cancelled: true })) ?? rec;
     const error: FileError = { code: "server_error", message: `Processing was cancelled: file batch ${batchId} was cancelled before this file was processed.` };
     for (const m of outstanding) {
       const settled = await this.vs.settleFile(scope, storeId, m.data.fileId, undefined, (f) => (f.batchId === batchId ? { status: "failed", lastError: error } : undefined));

@@ -13,12 +13,15 @@ import {
 } from "../../../gen/atrium/v1/vector_stores_pb.js";
 import { principalOf, scopeOf } from "../../auth/principal.js";
 import type { AreaCharge, RateLimits } from "../../limits/index.js";
+import { capChars, MAX_ID_CHARS } from "../../common/caps.js";
 import { invalidParam, missingParam } from "../../common/errors.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
 import type { StoredRecord } from "../../storage/types.js";
 import type { FileBatchRecord, StoreRecord, VsFileRecord } from "./records.js";
 import {
   MAX_BATCH_FILES,
+  MAX_DESCRIPTION_CHARS,
+  MAX_NAME_CHARS,
   checkAttributesJson,
   checkChunking,
   checkExpiresAfter,
@@ -98,7 +101,7 @@ const pollHint = (ctx: HandlerContext, inProgress: boolean) => {
 
 function fileIdOf(id: string | undefined, param: string): string {
   if (id === undefined || id === "") throw missingParam(param);
-  return id;
+  return capChars(id, param, MAX_ID_CHARS);
 }
 
 /** A batch's files: `file_ids` (with the top-level attributes and chunking) or `files`, not both. */
@@ -208,8 +211,8 @@ function storeCalls(vs: VectorStores, limited: Limited): Pick<Impl, StoreCall> {
         throw invalidParam("file_ids", `At most ${MAX_BATCH_FILES} files can be attached when creating a vector store; got ${req.fileIds.length}.`, "array_above_max_length");
       const chunking = checkChunking(req.chunkingStrategy); // checked even when there are no files to apply it to
       const input = {
-        name: req.name,
-        description: req.description,
+        name: capChars(req.name, "name", MAX_NAME_CHARS),
+        description: capChars(req.description, "description", MAX_DESCRIPTION_CHARS),
         metadata: checkMetadataJson(jsonOf(req.metadata)),
         expiresAfter: checkExpiresAfter(req.expiresAfter),
         items: req.fileIds.map((id, i) => ({ fileId: fileIdOf(id, `file_ids[${i}]`), param: `file_ids[${i}]`, attributes: null, chunking })),
@@ -233,7 +236,7 @@ function storeCalls(vs: VectorStores, limited: Limited): Pick<Impl, StoreCall> {
 
     async updateVectorStore(req, ctx) {
       const rec = await vs.update(scopeOf(ctx), req.vectorStoreId, {
-        name: req.name,
+        name: capChars(req.name, "name", MAX_NAME_CHARS),
         metadata: checkMetadataJson(jsonOf(req.metadata)),
         expiresAfter: checkExpiresAfterJson(jsonOf(req.expiresAfter)),
       });
@@ -247,7 +250,7 @@ function storeCalls(vs: VectorStores, limited: Limited): Pick<Impl, StoreCall> {
 
     async searchVectorStore(req, ctx) {
       const params = checkSearch(req);
-      const { queries, hits } = await vs.search(scopeOf(ctx), req.vectorStoreId, params);
+      const { queries, hits } = await vs.search(scopeOf(ctx), req.vectorStoreId, params, ctx.signal);
       return {
         object: "vector_store.search_results.page",
         searchQuery: queries,

@@ -18,7 +18,7 @@ import { JobAborted, TERMINAL_STATES } from "../../jobs/index.js";
 import { IngestError, type Chunk, type Ingester } from "../../engines/ingest/index.js";
 import type { ChunkInput, SearchIndex } from "../../engines/search/index.js";
 import type { Scope } from "../../storage/types.js";
-import { describeEmbedder, embedTexts, sameEmbedder, type DenseSetup, type DenseSource } from "./embedder.js";
+import { describeEmbedder, embedTexts, storeSetup, type DenseSetup, type DenseSource } from "./embedder.js";
 import { chunkId, type FileError, type VsFileRecord } from "./records.js";
 import { VECTOR_STORES_INGEST_JOB, type IngestPayload, type VectorStores } from "./vector-stores.js";
 
@@ -79,9 +79,9 @@ async function ingestAttachment(deps: IngestJobDeps, ctx: JobContext<IngestPaylo
   const p = ctx.job.payload;
   const scope = ctx.job.scope;
   const at = await vs.attachment(scope, p);
-  if (at.state === "missing") {
-    // The request that enqueued this job writes the record right after; a record that never
-    // comes means that request failed.
+  if (at.state === "unwritten") {
+    // The request that enqueued this job writes the record right after (on several instances
+    // this job can start first); a record that never comes means that request failed.
     if (ctx.job.attempt < MAX_ATTEMPTS) throw new Error("the file's record is not written yet");
     return;
   }
@@ -142,7 +142,8 @@ async function ingest(deps: IngestJobDeps, ctx: JobContext<IngestPayload, Ingest
         ahead.push(Promise.resolve(undefined));
         continue;
       }
-      const p = embedTexts(dense, chunks.slice(embedFrom, embedFrom + BATCH).map((c) => c.text), signal);
+      // Bulk work: searches, embeddings and moderations of every project go first (src/engines/pool/lanes.ts).
+      const p = embedTexts(dense, chunks.slice(embedFrom, embedFrom + BATCH).map((c) => c.text), { lane: "bulk", project: scope.projectId, signal });
       p.catch(() => {}); // awaited below; never an unhandled rejection if abandoned
       ahead.push(p);
     }
@@ -187,16 +188,18 @@ async function standDown(deps: IngestJobDeps, scope: Scope, p: IngestPayload): P
   if (at.state === "gone") await deps.index.removeFile(p.storeId, p.fileId);
 }
 
-/** The embedder the store's vectors come from, which must be the server's current one; null: lexical only. */
+/** The embedder the store's vectors come from, which this server must be able to run; null: lexical only. */
 async function storeEmbedder(deps: IngestJobDeps, scope: Scope, storeId: string): Promise<DenseSetup | null> {
   const embedder = await deps.vectorStores.embedderOf(scope, storeId);
   const current = deps.dense();
-  if (!sameEmbedder(embedder, current?.embedder ?? null))
+  if (embedder === null && current === null) return null;
+  const setup = storeSetup(embedder, current);
+  if (!setup)
     throw new FileFailed({
       code: "server_error",
       message: `The vector store was indexed with ${describeEmbedder(embedder)}, but this server embeds with ${describeEmbedder(current?.embedder ?? null)}; re-index the store.`,
     });
-  return embedder ? current : null;
+  return setup;
 }
 
 /**

@@ -22,7 +22,8 @@ export const VECTOR_STORES_EXPIRE_TIMER = "vector_stores.expire";
 /**
  * Renames queued or running ingestion jobs and pending expiry timers of a data directory written
  * with the kinds `vector_store.ingest` and `timer:vector_store_expiry` to the <area>.<verb> names,
- * so their work is still picked up (a job or timer of an unregistered kind never runs).
+ * so their work is still picked up (a job or timer of an unregistered kind never runs). It has no
+ * `postgres` form: a PostgreSQL database never held the old names.
  */
 export const KIND_NAMES_MIGRATION = {
   id: "vector_stores/0001_kind_names",

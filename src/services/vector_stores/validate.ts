@@ -14,6 +14,9 @@ export const MAX_BATCH_FILES = 2000;
 export const MAX_RESULTS = 50;
 export const DEFAULT_RESULTS = 10;
 export const MAX_EXPIRY_DAYS = 365;
+/** A store's name and description: the platform publishes no cap for them, so an assistant's (256 and 512 characters). */
+export const MAX_NAME_CHARS = 256;
+export const MAX_DESCRIPTION_CHARS = 512;
 export const RANKERS = ["none", "auto", "default-2024-11-15"] as const;
 export type Ranker = (typeof RANKERS)[number];
 
@@ -113,6 +116,15 @@ export function checkStatusFilter(filter: string | undefined): FileStatus | unde
   return filter as FileStatus;
 }
 
+/**
+ * Longest search query, in UTF-16 code units (this server's choice; the platform publishes none):
+ * about a thousand tokens, far beyond a question, and every character is work for the shared
+ * encoder and the full-text index, checked before either sees it.
+ */
+export const MAX_QUERY_CHARS = 4096;
+/** All queries of one search together (up to MAX_QUERIES of them). */
+export const MAX_QUERY_TOTAL_CHARS = 16_384;
+
 export interface SearchParams {
   queries: string[];
   maxResults: number;
@@ -141,10 +153,16 @@ export function checkSearch(req: {
       return q;
     });
   } else throw typeError("query", "a string or an array of strings", query);
+  let total = 0;
   queries.forEach((q, i) => {
     const param = typeof query === "string" ? "query" : `query[${i}]`;
+    if (q.length > MAX_QUERY_CHARS)
+      throw invalidParam(param, `Invalid '${param}': a query is at most ${MAX_QUERY_CHARS} characters, but got ${q.length}.`, "string_above_max_length");
     if (q.trim() === "") throw invalidParam(param, `Invalid '${param}': the query is empty.`, "empty_string");
+    total += q.length;
   });
+  if (total > MAX_QUERY_TOTAL_CHARS)
+    throw invalidParam("query", `Invalid 'query': the queries are at most ${MAX_QUERY_TOTAL_CHARS} characters together, but got ${total}.`, "string_above_max_length");
 
   const maxResults = req.maxNumResults ?? DEFAULT_RESULTS;
   if (maxResults < 1 || maxResults > MAX_RESULTS) throw outOfRange("max_num_results", `1 to ${MAX_RESULTS}`, maxResults);

@@ -22,7 +22,7 @@ import { DuplicateRecord, VersionConflict, type ListQuery, type Scope, type Stor
 import { setTimer, timerKind } from "../../jobs/index.js";
 import type { ServiceDeps } from "../deps.js";
 import type { FilesApi, FileView } from "../files/index.js";
-import { describeEmbedder, sameEmbedder, type DenseSource } from "./embedder.js";
+import { describeEmbedder, sameEmbedder, storeSetup, type DenseSource } from "./embedder.js";
 import {
   FILE_BATCH_KIND,
   FILE_BATCH_MEMBER_KIND,
@@ -45,7 +45,7 @@ import {
 } from "./records.js";
 import { searchStore, type StoreHit } from "./search.js";
 import type { ExpiresAfter, SearchParams } from "./validate.js";
-import { countByStatus, type AttachItem, type Attachment, type IngestPayload, type StoreStatus, type StoreView } from "./views.js";
+import { attachmentState, countByStatus, type AttachItem, type Attachment, type IngestPayload, type StoreStatus, type StoreView } from "./views.js";
 
 /** The ingestion job of one attached file (jobs.ts). */
 export const VECTOR_STORES_INGEST_JOB = "vector_stores.ingest";
@@ -246,9 +246,9 @@ export class VectorStores {
    * ingestion job per file. A file already in the store is attached again: re-ingested with the
    * new attributes and chunking, its earlier job told to stand down.
    *
-   * The jobs are enqueued before the records are written: a job that starts first finds no record
-   * and retries shortly, whereas records written first would be stranded without a job by a crash
-   * in between.
+   * The jobs are enqueued before the records are written: a job that starts first (on another
+   * instance) finds no record, or the attachment its payload `replaces`, and retries shortly,
+   * whereas records written first would be stranded without a job by a crash in between.
    */
   async attach(scope: Scope, store: StoredRecord<StoreRecord>, requested: AttachItem[], requestedFiles: FileView[], batchId: string | null): Promise<void> {
     const storeId = store.id;
@@ -267,10 +267,15 @@ export class VectorStores {
     const jobs: Array<{ scope: Scope; kind: string; payload: IngestPayload; id: string }> = [];
     const superseded: string[] = [];
 
-    // The store's embedder: an empty store takes the server's current one; a store with files keeps its own.
-    const current = this.dense()?.embedder ?? null;
+    // The store's embedder: an empty store takes the server's current one; a store with files
+    // keeps its own, which must be one this server can run.
+    const currentSetup = this.dense();
+    let current = currentSetup?.embedder ?? null;
     if (!sameEmbedder(store.data.embedder, current)) {
-      if ((await this.files.count(scope, { parentId: storeId })) > 0)
+      const hasFiles = (await this.files.count(scope, { parentId: storeId })) > 0;
+      const kept = hasFiles ? storeSetup(store.data.embedder, currentSetup) : null;
+      if (kept) current = kept.embedder;
+      else if (hasFiles)
         throw new ApiError(
           400,
           `Vector store ${storeId} was indexed with ${describeEmbedder(store.data.embedder)}, but this server now embeds with ${describeEmbedder(current)}. ` +
@@ -278,7 +283,7 @@ export class VectorStores {
           { param: "vector_store_id", code: "embedder_mismatch" },
         );
       // Empty: its index starts over (the vector length it had fixed goes with it).
-      await this.index.dropStore(storeId);
+      else await this.index.dropStore(storeId);
     }
     // Compare-and-set on its own (searches touch the store all the time), not in the files' batch.
     await this.mutateStore(scope, storeId, (s) => (sameEmbedder(s.embedder, current) && s.lastActiveAt === now ? s : { ...s, embedder: current, lastActiveAt: now }));
@@ -314,7 +319,8 @@ export class VectorStores {
         if (existing?.data.batchId === batchId) ops.push({ op: "update", kind: FILE_BATCH_MEMBER_KIND, scope, id: batchFileId(batchId, item.fileId), data: member, tag: "in_progress" });
         else ops.push({ op: "insert", kind: FILE_BATCH_MEMBER_KIND, scope, record: { id: batchFileId(batchId, item.fileId), parentId: batchId, createdAt: now, tag: "in_progress", data: member } });
       }
-      jobs.push({ scope, kind: VECTOR_STORES_INGEST_JOB, payload: { storeId, fileId: item.fileId, attachId }, id: ingestJobId(storeId, item.fileId, attachId) });
+      const payload: IngestPayload = { storeId, fileId: item.fileId, attachId, ...(existing && { replaces: existing.data.attachId }) };
+      jobs.push({ scope, kind: VECTOR_STORES_INGEST_JOB, payload, id: ingestJobId(storeId, item.fileId, attachId) });
     }
 
     await this.jobs.enqueueMany(jobs);
@@ -415,8 +421,9 @@ export class VectorStores {
 
   // ---- search ----
 
-  search(scope: Scope, storeId: string, p: SearchParams): Promise<{ queries: string[]; hits: StoreHit[] }> {
-    return searchStore({ vectorStores: this, index: this.index, dense: this.dense }, scope, storeId, p);
+  /** `signal`: the caller went away (its query's embedding leaves the encoder's queue). */
+  search(scope: Scope, storeId: string, p: SearchParams, signal?: AbortSignal): Promise<{ queries: string[]; hits: StoreHit[] }> {
+    return searchStore({ vectorStores: this, index: this.index, dense: this.dense }, scope, storeId, p, signal);
   }
 
   // ---- what the ingestion job asks ----
@@ -429,10 +436,7 @@ export class VectorStores {
   /** Where the attachment a job was enqueued for stands now. */
   async attachment(scope: Scope, p: IngestPayload): Promise<Attachment> {
     const record = await this.files.get(scope, vsFileId(p.storeId, p.fileId));
-    if (!record) return { state: (await this.stores.get(scope, p.storeId)) ? "missing" : "gone" };
-    if (record.data.attachId !== p.attachId) return { state: "superseded" };
-    if (record.data.status !== "in_progress") return { state: "gone" };
-    return { state: "current", record };
+    return attachmentState(record, record !== undefined || (await this.stores.get(scope, p.storeId)) !== undefined, p);
   }
 
   /**

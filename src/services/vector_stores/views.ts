@@ -41,6 +41,12 @@ export interface IngestPayload {
   storeId: string;
   fileId: string;
   attachId: string;
+  /**
+   * The attachment this one replaces (the file was attached before), if any. The job is enqueued
+   * before the request writes the file's record, so another instance can run it while the record
+   * still shows the earlier attachment: that is "not written yet", not "superseded".
+   */
+  replaces?: string;
 }
 
 /** What became of an attachment while its job was away. */
@@ -50,8 +56,16 @@ export type Attachment =
   | { state: "superseded" }
   /** Detached, its store deleted, or no longer in progress (cancelled): its chunks must go. */
   | { state: "gone" }
-  /** No record (yet): the request that enqueued the job may not have written it. */
-  | { state: "missing" };
+  /** No record, or still the attachment this one replaces: the request that enqueued the job may not have written it yet. */
+  | { state: "unwritten" };
+
+/** Where attachment `p` stands, given the file's record now (undefined: none) and whether its store exists. */
+export function attachmentState(record: StoredRecord<VsFileRecord> | undefined, storeExists: boolean, p: IngestPayload): Attachment {
+  if (!record) return { state: storeExists ? "unwritten" : "gone" };
+  if (record.data.attachId !== p.attachId) return { state: p.replaces !== undefined && record.data.attachId === p.replaces ? "unwritten" : "superseded" };
+  if (record.data.status !== "in_progress") return { state: "gone" };
+  return { state: "current", record };
+}
 
 /** Counts by status of a store's files (parent: store) or a batch's members (parent: batch). */
 export async function countByStatus(scope: Scope, c: { count(scope: Scope, q: { parentId: string; tag: string }): Promise<number> }, parentId: string): Promise<FileCounts> {

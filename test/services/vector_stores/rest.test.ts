@@ -212,29 +212,33 @@ describe("files and batches through the official SDK", () => {
     expect(batch.status).toBe("in_progress");
     const cancelled = await client.vectorStores.fileBatches.cancel(batch.id, { vector_store_id: big.id });
     expect(cancelled.status).toBe("cancelled");
-    // The SDK's batch poller ends at once, and so does its file poller on every file.
-    const polled = await client.vectorStores.fileBatches.poll(big.id, batch.id, { pollIntervalMs: 50 });
+    // The SDK's batch poller ends, and so does its file poller on every file. The files settle
+    // slowly on a loaded machine (two instances): polls every 250 ms stay under the store's 300
+    // requests a minute, and every later call retries a 429 after its retry-after, as the SDK's
+    // default client does.
+    const patient = sdk(s.baseURL, undefined, { maxRetries: 5 });
+    const polled = await patient.vectorStores.fileBatches.poll(big.id, batch.id, { pollIntervalMs: 250 });
     expect(polled.status).toBe("cancelled");
     expect(polled.file_counts.in_progress).toBe(0);
     expect(polled.file_counts.failed).toBeGreaterThan(0);
     expect(polled.file_counts.completed + polled.file_counts.failed).toBe(24);
     for (const id of ids.slice(-3)) {
-      const f = await client.vectorStores.files.poll(big.id, id, { pollIntervalMs: 50 });
+      const f = await patient.vectorStores.files.poll(big.id, id, { pollIntervalMs: 250 });
       expect(["completed", "failed"]).toContain(f.status);
     }
-    const failed = await client.vectorStores.fileBatches.listFiles(batch.id, { vector_store_id: big.id, filter: "failed", limit: 100 });
+    const failed = await patient.vectorStores.fileBatches.listFiles(batch.id, { vector_store_id: big.id, filter: "failed", limit: 100 });
     expect(failed.data.length).toBe(polled.file_counts.failed);
     for (const f of failed.data) expect(f).toMatchObject({ usage_bytes: 0, last_error: { code: "server_error", message: expect.stringContaining("cancelled") } });
     // Nothing of a stopped file stays searchable, even once its job has wound down.
-    await settle(client, big.id);
+    await settle(patient, big.id);
     await new Promise((r) => setTimeout(r, 300));
     const failedIds = new Set(failed.data.map((f) => f.id));
-    const hits = await client.vectorStores.search(big.id, { query: "ledger entry filed section note", max_num_results: 50 });
+    const hits = await patient.vectorStores.search(big.id, { query: "ledger entry filed section note", max_num_results: 50 });
     expect(hits.data.filter((h) => failedIds.has(h.file_id))).toEqual([]);
     // Cancelling again changes nothing.
-    expect((await client.vectorStores.fileBatches.cancel(batch.id, { vector_store_id: big.id })).status).toBe("cancelled");
+    expect((await patient.vectorStores.fileBatches.cancel(batch.id, { vector_store_id: big.id })).status).toBe("cancelled");
     // A failed file can be attached again and then completes.
-    const again = await client.vectorStores.files.createAndPoll(big.id, { file_id: [...failedIds][0]! }, { pollIntervalMs: 50 });
+    const again = await patient.vectorStores.files.createAndPoll(big.id, { file_id: [...failedIds][0]! }, { pollIntervalMs: 50 });
     expect(again).toMatchObject({ status: "completed", last_error: null });
   });
 
@@ -247,7 +251,11 @@ describe("files and batches through the official SDK", () => {
     let attached!: () => void;
     const batchId = new Promise<string>((r) => (created = r));
     const reattached = new Promise<void>((r) => (attached = r));
+    // Two pollers at 50 ms can reach the store's 300 requests a minute when ingestion is slow (a
+    // loaded machine, two instances): this client retries a 429 after its retry-after, as the
+    // SDK's default client does.
     const watching = sdk(s.baseURL, undefined, {
+      maxRetries: 5,
       fetch: async (url: string | URL | Request, init?: RequestInit) => {
         const res = await fetch(url, init);
         if (init?.method === "POST" && String(url).endsWith(`/vector_stores/${big.id}/file_batches`)) created(((await res.clone().json()) as { id: string }).id);
@@ -539,6 +547,10 @@ describe("validation errors name the field", () => {
       [`/vector_stores/${vsId}/search`, { query: "x", filters: { type: "and", filters: [{ type: "eq", key: "a", value: 1 }, { type: "or", filters: [{ type: "eq", value: 1 }] }] } }, "filters.filters[1].filters[0].key", "missing_required_parameter"],
       [`/vector_stores/${vsId}/search`, { query: "x", rewrite_query: "yes" }, "rewrite_query", "invalid_type"],
       [`/vector_stores/${vsId}/search`, { query: Array.from({ length: 21 }, () => "x") }, "query", "array_above_max_length"],
+      // Every query character is work for the shared encoder: a megabyte is refused before any of it.
+      [`/vector_stores/${vsId}/search`, { query: "word ".repeat(200_000) }, "query", "string_above_max_length"],
+      [`/vector_stores/${vsId}/search`, { query: ["ok", "x".repeat(4097)] }, "query[1]", "string_above_max_length"],
+      [`/vector_stores/${vsId}/search`, { query: Array.from({ length: 5 }, () => "y".repeat(4000)) }, "query", "string_above_max_length"],
       [`/vector_stores/${vsId}/search`, { query: "x", filters: { type: "nin", key: "a", value: [{}] } }, "filters.value[0]", "invalid_type"],
       [`/vector_stores/${vsId}/search`, { query: "x", filters: deepFilter(11) }, "filters" + ".filters[0]".repeat(10), "invalid_value"],
       [`/vector_stores/${vsId}/file_batches`, { files: Array.from({ length: 2001 }, () => ({ file_id: fileId })) }, "files", "array_above_max_length"],
@@ -554,16 +566,47 @@ describe("validation errors name the field", () => {
       const res = await post(path, body);
       await expectError(res, 400, { param, code });
     }
+    // At the limits: one query of 4,096 characters, four that make 16,384 together.
+    expect((await post(`/vector_stores/${vsId}/search`, { query: "z ".repeat(2048) })).status).toBe(200);
+    expect((await post(`/vector_stores/${vsId}/search`, { query: Array.from({ length: 4 }, () => "q ".repeat(2048)) })).status).toBe(200);
     const gets: Array<[string, string, string]> = [
       [`/vector_stores?limit=0`, "limit", "integer_out_of_range"],
       [`/vector_stores?limit=101`, "limit", "integer_out_of_range"],
       [`/vector_stores?order=up`, "order", "invalid_value"],
       [`/vector_stores?after=vs_nope`, "after", "invalid_cursor"],
+      [`/vector_stores?after=${"v".repeat(256)}`, "after", "invalid_cursor"],
+      [`/vector_stores?after=${"v".repeat(257)}`, "after", "string_above_max_length"],
+      [`/vector_stores/${vsId}/files?before=${"f".repeat(257)}`, "before", "string_above_max_length"],
       [`/vector_stores/${vsId}/files?filter=done`, "filter", "invalid_value"],
       [`/vector_stores/${vsId}/files?before=file-nope`, "before", "invalid_cursor"],
       [`/vector_stores/${vsId}/files?bogus=1`, "bogus", "unknown_parameter"],
     ];
     for (const [path, param, code] of gets) await expectError(await api(s.baseURL, path), 400, { param, code });
+  });
+
+  it("caps: name 256 and description 512 characters, ids 256; at the cap taken, one over refused and nothing stored", async () => {
+    const storeCount = async () => (await json(await api(s.baseURL, "/vector_stores?limit=100"))).data.length;
+    const before = await storeCount();
+    const atCap = await client.vectorStores.create({ name: "n".repeat(256), description: "d".repeat(512) });
+    expect(atCap.name).toBe("n".repeat(256));
+    const refused: Array<[string, unknown, string, number]> = [
+      ["/vector_stores", { name: "n".repeat(257) }, "name", 256],
+      ["/vector_stores", { name: "n".repeat(2 * 1024 * 1024) }, "name", 256],
+      ["/vector_stores", { description: "d".repeat(513) }, "description", 512],
+      ["/vector_stores", { file_ids: ["f".repeat(257)] }, "file_ids[0]", 256],
+      [`/vector_stores/${atCap.id}`, { name: "m".repeat(257) }, "name", 256],
+      [`/vector_stores/${atCap.id}/files`, { file_id: "f".repeat(257) }, "file_id", 256],
+      [`/vector_stores/${atCap.id}/file_batches`, { file_ids: [fileId, "f".repeat(257)] }, "file_ids[1]", 256],
+      [`/vector_stores/${atCap.id}/file_batches`, { files: [{ file_id: "f".repeat(257) }] }, "files[0].file_id", 256],
+    ];
+    for (const [path, body, param, limit] of refused)
+      await expectError(await post(path, body), 400, { param, code: "string_above_max_length", message: new RegExp(`maximum length ${limit}\\b`) });
+    expect(await storeCount()).toBe(before + 1);
+    const kept = await client.vectorStores.retrieve(atCap.id);
+    expect(kept.name).toBe("n".repeat(256));
+    expect(kept.file_counts.total).toBe(0);
+    expect((await client.vectorStores.update(atCap.id, { name: "m".repeat(256) })).name).toBe("m".repeat(256));
+    await client.vectorStores.delete(atCap.id);
   });
 
   it("unknown ids are 404s naming the parameter", async () => {
