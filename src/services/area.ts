@@ -13,6 +13,7 @@ import type { ExpiryHandler } from "../jobs/expiry.js";
 import type { FinishedListener } from "../jobs/finished-listeners.js";
 import type { JobHandler, KindOptions } from "../jobs/handler.js";
 import type { JobRunner } from "../jobs/runner.js";
+import type { BlobOwner } from "../jobs/orphan-blobs.js";
 import type { ServiceDeps } from "./deps.js";
 import type { RateLimits } from "../limits/index.js";
 
@@ -46,6 +47,12 @@ export interface AreaRuntime {
    * resource is left `in_progress` by a job that gave up. It must be idempotent.
    */
   jobs?: Record<string, { handler: JobHandler<any, any, any>; options?: Partial<KindOptions>; settle: FinishedListener }>;
+  /**
+   * The blobs the area stores, by key prefix, and which of them its records still hold: the
+   * orphan sweeper (storage.sweep-orphans) removes the others once they are past its grace period.
+   * Every blob an area writes must fall under one of its owners, or an orphan of it stays forever.
+   */
+  blobOwners?: BlobOwner[];
   /** A File was deleted or has expired (deps.events.fileDeleted): drop what refers to it. */
   onFileDeleted?(scope: Scope, fileId: string): Promise<void>;
   /** Called when the server stops, after it stopped taking requests. */
@@ -55,7 +62,10 @@ export interface AreaRuntime {
 export interface ApiArea {
   /** Short, unique: "files", "vector_stores". */
   name: string;
-  /** SQLite migrations for tables the area keeps beside the records (ids must be stable forever). */
+  /**
+   * Migrations for tables the area keeps beside the records (ids must be stable forever): SQLite,
+   * with a `postgres` form where the change applies to a PostgreSQL database too.
+   */
   migrations?: Migration[];
   /** Multipart shapes of its client-streaming RPCs, keyed by "package.Service.Method". */
   multipart?: Record<string, MultipartShape>;

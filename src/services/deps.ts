@@ -2,6 +2,7 @@
 // store, a clock (tests move it) and a logger. No HTTP in here.
 import type { Logger } from "pino";
 import type { KeyStore } from "../auth/keys.js";
+import type { ProjectStorage } from "../limits/storage.js";
 import type { BlobStore, RecordStore, Scope } from "../storage/types.js";
 
 export interface Clock {
@@ -27,4 +28,6 @@ export interface ServiceDeps {
   clock: Clock;
   log: Logger;
   events: AreaEvents;
+  /** The project file-storage cap: a caller's File is recorded through its commit(). */
+  storageCap: ProjectStorage;
 }

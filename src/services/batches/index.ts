@@ -66,10 +66,11 @@ export const batchesArea: ApiArea = {
     };
     const responsesOptions = { fetch: { timeoutMs: config.fetchTimeoutMs, allowPrivate: config.fetchAllowPrivate } };
     const calls = endpointCalls({
-      embeddings: createEmbeddingsService({ local: lazyLocal, upstream: () => (providers.configOf("embeddings").kind === "upstream" ? providers.embeddings() : undefined) }),
+      // Batch lines are background work: the local encoder runs them after interactive requests.
+      embeddings: createEmbeddingsService({ lane: "bulk", local: lazyLocal, upstream: () => (providers.configOf("embeddings").kind === "upstream" ? providers.embeddings() : undefined) }),
       responses: createResponsesService(deps, responsesOptions),
       // The moderation area's service on the moderation provider it registered (or the upstream).
-      moderations: { service: ModerationsService, method: ModerationsService.method.createModeration, call: createModerationsService({ provider: () => providers.moderation() }).createModeration },
+      moderations: { service: ModerationsService, method: ModerationsService.method.createModeration, call: createModerationsService({ provider: () => providers.moderation(), lane: "bulk" }).createModeration },
       responsesProvider: () => providers.responses(),
     });
     const unavailable = (endpoint: Endpoint): string | null => {

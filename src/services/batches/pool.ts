@@ -6,11 +6,11 @@ import { WorkerPool, workerScript } from "../../engines/pool/index.js";
 import { InputTokensError } from "../../engines/tokenizer/index.js";
 import type { Scope } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
-import { storageLookups, type ResponsesOptions } from "../responses/index.js";
+import { storageLookups, type HostFileReply, type ResponsesOptions } from "../responses/index.js";
 import type { Endpoint } from "./endpoints.js";
 import { chunkBuffers, type ChunkCheck, type RequestChunk } from "./input.js";
 import type { RunResult } from "./run.js";
-import type { BatchTask, BatchWorkerData, CheckRun, HostFile } from "./worker.js";
+import type { BatchTask, BatchWorkerData, CheckRun } from "./worker.js";
 
 export class BatchWorkers {
   private readonly pool: WorkerPool<BatchTask, ChunkCheck | RunResult | CheckRun>;
@@ -29,7 +29,7 @@ export class BatchWorkers {
       workerData,
       host: {
         hasFineTunedModel: (scope: Scope, model: string) => lookups.hasFineTunedModel(scope, model),
-        async readFile(scope: Scope, fileId: string): Promise<HostFile> {
+        async readFile(scope: Scope, fileId: string): Promise<HostFileReply> {
           try {
             return { file: await lookups.readFile(scope, fileId) };
           } catch (e) {

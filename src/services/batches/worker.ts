@@ -12,9 +12,9 @@ import { workerData } from "node:worker_threads";
 import type { Principal } from "../../auth/principal.js";
 import { fetchUrl } from "../../common/fetch-url.js";
 import { callHost, serveTasks } from "../../engines/pool/index.js";
-import { InputTokensError, warmUpTokenizer, type InputTokensErrorStatus } from "../../engines/tokenizer/index.js";
+import { InputTokensError, warmUpTokenizer } from "../../engines/tokenizer/index.js";
 import type { Scope } from "../../storage/types.js";
-import { responsesServiceWith, type ResponsesOptions } from "../responses/index.js";
+import { responsesServiceWith, type HostFileReply, type ResponsesOptions } from "../responses/index.js";
 import { countInputTokensCall, type Endpoint, type EndpointCall } from "./endpoints.js";
 import { checkChunk, chunkSize, type ChunkCheck, type InputLine, type RequestChunk } from "./input.js";
 import { runRequests, type RunResult } from "./run.js";
@@ -35,9 +35,6 @@ export interface CheckRun {
   run: RunResult | null;
 }
 
-/** A host readFile's answer: the file, or the counting error to throw (it names no class across threads). */
-export type HostFile = { file: { bytes: Uint8Array; filename: string } } | { error: { status: InputTokensErrorStatus; param: string; message: string; code?: string } };
-
 const data = workerData as BatchWorkerData;
 
 // The encodings' tables are built when the thread starts, before any request: built during the
@@ -54,7 +51,7 @@ const responses = responsesServiceWith(
   {
     hasFineTunedModel: (scope: Scope, model: string) => callHost<boolean>("hasFineTunedModel", scope, model),
     async readFile(scope: Scope, fileId: string) {
-      const r = await callHost<HostFile>("readFile", scope, fileId);
+      const r = await callHost<HostFileReply>("readFile", scope, fileId);
       if ("error" in r) throw new InputTokensError(r.error.status, r.error.param, r.error.message, r.error.code);
       return r.file;
     },

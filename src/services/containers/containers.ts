@@ -12,6 +12,7 @@
 // it after a restart too. An expired container keeps its record (retrieve shows `expired`); its
 // files and skills are purged. Deleting writes a purge timer in the same transaction as the
 // delete, so a crash half-way through the clean-up is finished by the sweeper.
+import { removeBlobsOfDeleted } from "../../common/blobs.js";
 import { Readable } from "node:stream";
 import { ApiError, invalidParam, missingParam, notFound } from "../../common/errors.js";
 import { newId } from "../../common/ids.js";
@@ -305,7 +306,7 @@ export class Containers {
       const page = await this.skills.list(scope, { parentId: containerId, limit: 200, order: "asc" });
       for (const s of page.records) {
         await this.skills.delete(scope, s.id);
-        if (s.data.type === "inline") await this.deps.blobs.delete(s.id);
+        if (s.data.type === "inline") await removeBlobsOfDeleted(this.deps, [s.id]);
       }
       if (!page.hasMore) break;
     }
@@ -422,6 +423,6 @@ export class Containers {
       ...(shared ? [this.sharedFiles.unshareOp(scope, f.id)] : []),
     ]);
     if (shared) await this.sharedFiles.release(scope, f.blobKey);
-    else await this.deps.blobs.delete(f.id);
+    else await removeBlobsOfDeleted(this.deps, [f.id]);
   }
 }

@@ -9,13 +9,14 @@ import {
   type CreateContainerFileRequest,
 } from "../../../gen/atrium/v1/containers_pb.js";
 import { scopeOf } from "../../auth/principal.js";
+import { capChars } from "../../common/caps.js";
 import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
 import { withClientStream } from "../../common/client-stream.js";
 import { downloadBlob } from "../../common/download.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
 import type { Scope, StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
-import type { Containers } from "./containers.js";
+import { MAX_NAME_CHARS, type Containers } from "./containers.js";
 import type { ContainerFileRecord, ContainerRecord } from "./records.js";
 
 export function containerMessage(r: ContainerRecord): MessageInitShape<typeof ContainerSchema> & { id: string } {
@@ -99,7 +100,8 @@ export function createContainersService(deps: ServiceDeps, containers: Container
     async listContainers(req, ctx) {
       const scope = scopeOf(ctx);
       const q = listQuery(req);
-      const page = await runList(q, (q) => containers.list(scope, q, req.name || undefined));
+      const name = capChars(req.name, "name", MAX_NAME_CHARS) || undefined;
+      const page = await runList(q, (q) => containers.list(scope, q, name));
       return envelope(page, (r: StoredRecord<ContainerRecord>) => containerMessage(r.data));
     },
 

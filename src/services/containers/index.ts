@@ -6,6 +6,8 @@ import { timerKind } from "../../jobs/expiry.js";
 import { Containers, EXPIRY_TIMER, PURGE_TIMER } from "./containers.js";
 import { createContainersService } from "./handler.js";
 import { SecretBox } from "./secrets.js";
+import { CONTAINER_FILE_KIND, CONTAINER_SKILL_KIND } from "./records.js";
+import { keysOfPresentRecords } from "../../common/blobs.js";
 
 export const containersArea: ApiArea = {
   name: "containers",
@@ -22,6 +24,12 @@ export const containersArea: ApiArea = {
         // Set with a delete, in case the clean-up after it did not finish.
         [timerKind(PURGE_TIMER)]: (scope, rec) => containers.purge(scope, rec.id),
       },
+      // A container file made from a File shares the File's blob (the files area's); an uploaded
+      // one and an inline skill have their own, under their ids.
+      blobOwners: [
+        { prefix: "cfile_", held: (keys) => keysOfPresentRecords(deps.records, CONTAINER_FILE_KIND, keys) },
+        { prefix: "skill_", held: (keys) => keysOfPresentRecords(deps.records, CONTAINER_SKILL_KIND, keys) },
+      ],
     };
   },
 };

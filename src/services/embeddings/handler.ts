@@ -7,12 +7,14 @@ import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { endianness } from "node:os";
+import { capChars, MAX_ID_CHARS } from "../../common/caps.js";
 import { EmbeddingsService, type CreateEmbeddingResponseSchema } from "../../../gen/atrium/v1/embeddings_pb.js";
-import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
-import { LOCAL_EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL, LocalEmbeddingsError, LocalEmbeddingsTimeout } from "../../engines/embeddings/index.js";
-import { PoolClosedError, WorkerCrashedError } from "../../engines/pool/index.js";
+import { principalKey } from "../../auth/principal.js";
+import { ApiError, engineOverloaded, invalidParam, missingParam } from "../../common/errors.js";
+import { LOCAL_EMBEDDING_MODEL, LOCAL_MODEL_DIMENSIONS, LocalEmbeddingsError, LocalEmbeddingsTimeout } from "../../engines/embeddings/index.js";
+import { EngineBusyError, PoolClosedError, WorkerCrashedError } from "../../engines/pool/index.js";
 import { ProviderUnavailable } from "../../providers/registry.js";
-import type { EmbeddingsProvider } from "../../providers/types.js";
+import type { EmbeddingsProvider, WorkLane } from "../../providers/types.js";
 import { UpstreamError } from "../../providers/upstream.js";
 import { builtinModel, modelNotFound } from "../models/index.js";
 import { parseEncodingFormat, parseInput, type EncodingFormat } from "./input.js";
@@ -25,17 +27,19 @@ const PLATFORM_MODELS: Readonly<Record<string, number | null>> = {
 };
 
 export interface EmbeddingsServiceOptions {
-  /** Serves LOCAL_EMBEDDING_MODEL. */
+  /** Serves the local models (LOCAL_MODEL_DIMENSIONS' keys). */
   local: EmbeddingsProvider;
   /** The upstream for the platform's models, or undefined when none is configured (asked per call). */
   upstream: () => EmbeddingsProvider | undefined;
+  /** The local engine's lane for these calls: "interactive" (default) for API callers, "bulk" for batches. */
+  lane?: WorkLane;
 }
 
 type Route = { provider: EmbeddingsProvider; maxDimensions: number | null };
 
 export function createEmbeddingsService(opts: EmbeddingsServiceOptions): ServiceImpl<typeof EmbeddingsService> {
   function route(model: string): Route {
-    if (model === LOCAL_EMBEDDING_MODEL) return { provider: opts.local, maxDimensions: LOCAL_EMBEDDING_DIMENSIONS };
+    if (Object.hasOwn(LOCAL_MODEL_DIMENSIONS, model)) return { provider: opts.local, maxDimensions: LOCAL_MODEL_DIMENSIONS[model]! };
     if (Object.hasOwn(PLATFORM_MODELS, model)) {
       let upstream: EmbeddingsProvider | undefined;
       try {
@@ -62,6 +66,8 @@ export function createEmbeddingsService(opts: EmbeddingsServiceOptions): Service
       const input = req.input === undefined ? undefined : (toJson(ValueSchema, req.input) as Parameters<typeof parseInput>[0]);
       if (input === undefined) throw missingParam("input");
       if (req.model === undefined || req.model === "") throw missingParam("model");
+      capChars(req.model, "model", MAX_ID_CHARS);
+      capChars(req.user, "user", MAX_ID_CHARS);
       const format = parseEncodingFormat(req.encodingFormat);
       const { provider, maxDimensions } = route(req.model);
       checkDimensions(req.model, req.dimensions, maxDimensions);
@@ -69,7 +75,8 @@ export function createEmbeddingsService(opts: EmbeddingsServiceOptions): Service
 
       let result;
       try {
-        result = await provider.embed(texts, { model: req.model, dimensions: req.dimensions, signal: ctx.signal });
+        const project = ctx.values.get(principalKey)?.projectId;
+        result = await provider.embed(texts, { model: req.model, dimensions: req.dimensions, signal: ctx.signal, lane: opts.lane ?? "interactive", project });
       } catch (e) {
         throw asApiError(e);
       }
@@ -143,6 +150,7 @@ function asApiError(e: unknown): unknown {
   if (e instanceof ApiError) return e;
   if (e instanceof LocalEmbeddingsError) return invalidParam(e.param, e.message);
   if (e instanceof ProviderUnavailable) return new ApiError(400, e.message, { param: "model", code: "model_not_available" });
+  if (e instanceof EngineBusyError) return engineOverloaded(e.message, e.retryAfterMs, e);
   if (e instanceof LocalEmbeddingsTimeout) return new ApiError(503, `${e.message} Retry later or send fewer inputs.`, { code: "engine_timeout", cause: e });
   if (e instanceof WorkerCrashedError)
     return new ApiError(500, "The local sentence encoder stopped while embedding this request; it has been restarted. Please retry.", { code: "engine_crashed", cause: e });

@@ -1,6 +1,7 @@
 // The files area's API for other areas: everything they do with Files (read one, stream or read
 // its bytes, create one, share its bytes, delete it) goes through FilesApi, so the File record
 // kinds stay private to this folder. Reached through `filesApi(deps)` from files/index.ts.
+import { capChars, MAX_ID_CHARS } from "../../common/caps.js";
 import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { ApiError, notFound } from "../../common/errors.js";
@@ -53,7 +54,7 @@ const tooLarge = (limit: number, param: string) =>
   new ApiError(413, `File is too large: the limit is ${limit} bytes${limit === MAX_FILE_BYTES ? " (512 MB)" : ""}.`, { param, code: "file_too_large" });
 
 export class FilesApi {
-  constructor(private readonly deps: Pick<ServiceDeps, "records" | "blobs" | "clock" | "events">) {}
+  constructor(private readonly deps: Pick<ServiceDeps, "records" | "blobs" | "clock" | "events" | "log">) {}
 
   private get records() {
     return this.deps.records.collection<FileRecord>(FILE_KIND);
@@ -67,6 +68,8 @@ export class FilesApi {
 
   /** The File `id`, or a 404 "No such File object" naming `param`. */
   async get(scope: Scope, id: string, param: string | null = "file_id"): Promise<FileView> {
+    // Every area names Files through here: an id no File can have is refused before the lookup.
+    if (param !== null) capChars(id, param, MAX_ID_CHARS);
     const r = await this.records.get(scope, id);
     if (!r) throw notFound("File object", id, param);
     return viewOf(r.data);

@@ -5,6 +5,7 @@ import { ApiError, invalidParam, missingParam } from "../../common/errors.js";
 import type { Scope } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { newId } from "../../common/ids.js";
+import { keysOfPresentRecords, removeBlobsOfDeleted } from "../../common/blobs.js";
 import { FILE_KIND, FILE_SHARE_KIND } from "./records.js";
 
 export const MAX_FILE_BYTES = 512 * 1024 * 1024;
@@ -49,6 +50,22 @@ export function checkExpiresAfter(ea: ExpiresAfterInput | undefined, param = "ex
 }
 
 /** Purpose-specific format rules the spec states (JSONL for batch and fine-tuning, 200 MB batches). */
+/** Longest filename a File or Upload keeps. */
+export const MAX_FILENAME_CHARS = 512;
+
+/** A filename, trimmed: present and at most MAX_FILENAME_CHARS (`param` names where it came from). */
+export function checkFilename(raw: string | undefined, param: string): string {
+  const filename = raw?.trim();
+  if (!filename) throw missingParam(param);
+  if (filename.length > MAX_FILENAME_CHARS)
+    throw invalidParam(
+      param,
+      `Invalid '${param}': a filename is at most ${MAX_FILENAME_CHARS} characters, but got one of ${filename.length}.`,
+      "string_above_max_length",
+    );
+  return filename;
+}
+
 export function checkContentRules(purpose: string, filename: string, bytes: number, param = "file") {
   if ((purpose === "batch" || purpose === "fine-tune" || purpose === "evals") && !filename.toLowerCase().endsWith(".jsonl"))
     throw invalidParam(param, `Files with purpose '${purpose}' must be JSONL (a .jsonl filename), got '${filename}'.`, "invalid_file_format");
@@ -90,10 +107,22 @@ export function newFileId(): string {
 /**
  * Deletes a File's bytes once nothing holds them: neither the File (deleted, or expired) nor a
  * share. Every holder removes its own record first and then calls this, so whatever the
- * interleaving, the last one to go frees the bytes.
+ * interleaving, the last one to go frees the bytes. Bytes that cannot be removed are left to the
+ * orphan sweeper (common/blobs.ts).
  */
-export async function releaseFileBytes(deps: Pick<ServiceDeps, "records" | "blobs">, scope: Scope, fileId: string): Promise<void> {
+export async function releaseFileBytes(deps: Pick<ServiceDeps, "records" | "blobs" | "log">, scope: Scope, fileId: string): Promise<void> {
   if (await deps.records.collection(FILE_KIND).get(scope, fileId)) return;
   if ((await deps.records.collection(FILE_SHARE_KIND).count(scope, { parentId: fileId })) > 0) return;
-  await deps.blobs.delete(fileId);
+  await removeBlobsOfDeleted(deps, [fileId]);
+}
+
+/**
+ * Of File blob keys (a File's key is its id), the ones a File record (expired or not) or a share
+ * still holds, in any project: the files area's answer to the orphan sweeper.
+ */
+export async function heldFileBlobs(deps: Pick<ServiceDeps, "records">, keys: string[]): Promise<Set<string>> {
+  const held = await keysOfPresentRecords(deps.records, FILE_KIND, keys);
+  const rest = keys.filter((k) => !held.has(k));
+  for (const k of await deps.records.present(FILE_SHARE_KIND, rest, "parentId")) held.add(k);
+  return held;
 }

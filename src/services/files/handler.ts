@@ -7,13 +7,13 @@ import {
   type FileSchema,
 } from "../../../gen/atrium/v1/files_pb.js";
 import { scopeOf } from "../../auth/principal.js";
-import { invalidParam, missingParam } from "../../common/errors.js";
+import { invalidParam } from "../../common/errors.js";
 import { downloadBlob } from "../../common/download.js";
 import type { StoredRecord } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
 import { FilesApi, type FileView } from "./api.js";
-import { ALL_PURPOSES, MAX_FILE_BYTES, checkContentRules, checkExpiresAfter, checkPurpose, expiryFor } from "./files.js";
+import { ALL_PURPOSES, MAX_FILE_BYTES, checkContentRules, checkExpiresAfter, checkFilename, checkPurpose, expiryFor } from "./files.js";
 import type { FileRecord } from "./records.js";
 
 /** The File message of a File record or view (the fields every form of a File carries). */
@@ -52,14 +52,13 @@ export function createFilesService(deps: ServiceDeps): ServiceImpl<typeof FilesS
       const bytes = await files.writeContent(id, chunks(), { maxBytes: MAX_FILE_BYTES, param: "file" });
       try {
         const purpose = checkPurpose(meta.purpose);
-        const filename = meta.filename?.trim();
-        if (!filename) throw missingParam("file");
-        if (filename.length > 512) throw invalidParam("file", "The filename can be at most 512 characters.");
+        const filename = checkFilename(meta.filename, "file");
         if (bytes === 0) throw invalidParam("file", "The file is empty.", "empty_file");
         checkContentRules(purpose, filename, bytes);
         const createdAt = deps.clock.now();
         const { file, ops } = files.prepare(scope, id, bytes, { filename, purpose, createdAt, expiresAt: expiryFor(purpose, createdAt, meta.ttl) });
-        await deps.records.atomically(ops);
+        // The cap is a condition of the write that records the File (limits/storage.ts).
+        await deps.storageCap.commit(scope, ops, bytes, "file");
         return fileMessage(file);
       } catch (e) {
         await files.discardContent(id);

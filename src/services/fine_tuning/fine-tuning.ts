@@ -6,6 +6,7 @@
 // validating_files, queued, running, paused. Every change of a job record is compare-and-set on
 // its version, so a cancel and a training step can never both win: the loser writes nothing.
 import { randomInt } from "node:crypto";
+import { capChars, capItems, MAX_ID_CHARS } from "../../common/caps.js";
 import { ApiError, invalidParam, missingParam, notFound } from "../../common/errors.js";
 import { newId } from "../../common/ids.js";
 import { checkMetadata } from "../../common/metadata.js";
@@ -30,6 +31,14 @@ import {
 } from "./records.js";
 
 export const MAX_SUFFIX_CHARS = 64;
+/**
+ * An integration's settings, bounded as W&B bounds them (project names of at most 128 characters,
+ * tags of at most 64); the platform publishes no caps of its own for them.
+ */
+export const MAX_INTEGRATIONS = 10;
+export const MAX_INTEGRATION_NAME_CHARS = 128;
+export const MAX_INTEGRATION_TAGS = 50;
+export const MAX_INTEGRATION_TAG_CHARS = 64;
 export const CANCELLABLE: readonly JobStatus[] = ["validating_files", "queued", "running", "paused"];
 
 export type IntegrationInput = { type?: string; settingsField?: "wandb" | "tracker"; settings?: { project?: string; entity?: string; name?: string; tags: string[] } };
@@ -171,6 +180,10 @@ export class FineTuningJobs {
 
   async create(scope: Scope, organizationId: string, input: CreateJobInput): Promise<FineTuningJobRecord> {
     if (!input.model) throw missingParam("model");
+    capChars(input.model, "model", MAX_ID_CHARS);
+    capChars(input.trainingFile, "training_file", MAX_ID_CHARS);
+    capChars(input.validationFile, "validation_file", MAX_ID_CHARS);
+    capItems(input.integrations, "integrations", MAX_INTEGRATIONS);
     const methodType = (input.method?.type ?? "supervised") as Method;
     if (!["supervised", "dpo", "reinforcement"].includes(methodType))
       throw invalidParam("method.type", `Invalid value for 'method.type': '${input.method?.type}'. Supported values are: 'supervised', 'dpo', 'reinforcement'.`);
@@ -322,5 +335,11 @@ function checkIntegration(it: IntegrationInput, at: string): Integration {
   if (!it.settings) throw missingParam(`${at}.${it.type}`);
   if (!it.settings.project) throw missingParam(`${at}.${field}.project`);
   const { project, entity, name, tags } = it.settings;
+  const settings = `${at}.${field}`;
+  capChars(project, `${settings}.project`, MAX_INTEGRATION_NAME_CHARS);
+  capChars(entity, `${settings}.entity`, MAX_INTEGRATION_NAME_CHARS);
+  capChars(name, `${settings}.name`, MAX_INTEGRATION_NAME_CHARS);
+  capItems(tags, `${settings}.tags`, MAX_INTEGRATION_TAGS);
+  tags.forEach((t, i) => capChars(t, `${settings}.tags[${i}]`, MAX_INTEGRATION_TAG_CHARS));
   return { type: it.type, settingsField: field, tracker: { project, entity: entity ?? null, name: name ?? null, tags } };
 }

@@ -3,13 +3,37 @@
 // into a 400 naming its field.
 import type { ServiceImpl } from "@connectrpc/connect";
 import { GradersService } from "../../../gen/atrium/v1/fine_tuning_pb.js";
+import { capChars, capItems } from "../../common/caps.js";
 import { invalidParam, missingParam } from "../../common/errors.js";
 import { checkGrader, checkGraderStrict, GraderInvalid, runGrader, type Grader, type GraderEngineDeps, type GraderRunResult } from "../../engines/graders/index.js";
 import { jsonOf, valueOf } from "./json.js";
 
+/** A python grader's `source`: the platform's graders guide caps the code at 256 KB. */
+export const MAX_GRADER_SOURCE_CHARS = 256 * 1024;
+/** Every other string of a grader (names, templates, references, labels): this server's choice. */
+export const MAX_GRADER_STRING_CHARS = 64 * 1024;
+/** Sub-graders, input messages, labels: any array in a grader. */
+export const MAX_GRADER_ITEMS = 256;
+/** The sample a grader scores (this server's choice: a long completion with room to spare). */
+export const MAX_MODEL_SAMPLE_CHARS = 1024 * 1024;
+
+/** Caps every string and array of a grader's JSON, naming the field, before the engine reads it. */
+function capGrader(json: unknown, param: string, key = ""): void {
+  if (typeof json === "string") capChars(json, param, key === "source" ? MAX_GRADER_SOURCE_CHARS : MAX_GRADER_STRING_CHARS);
+  else if (Array.isArray(json)) {
+    capItems(json, param, MAX_GRADER_ITEMS);
+    json.forEach((v, i) => capGrader(v, `${param}[${i}]`));
+  } else if (json !== null && typeof json === "object") {
+    const entries = Object.entries(json);
+    capItems(entries, param, MAX_GRADER_ITEMS);
+    for (const [k, v] of entries) capGrader(v, `${param}.${k}`, k);
+  }
+}
+
 /** A grader given as JSON, checked; a 400 naming the field when it is malformed. */
 export function parseGrader(json: unknown, param = "grader", strict = false): Grader {
   if (json === undefined || json === null) throw missingParam(param);
+  capGrader(json, param);
   try {
     return strict ? checkGraderStrict(json, param) : checkGrader(json, param);
   } catch (e) {
@@ -56,6 +80,7 @@ export function createGradersService(engine: GraderEngineDeps): ServiceImpl<type
     async runGrader(req, ctx) {
       const grader = parseGrader(jsonOf(req.grader));
       if (req.modelSample === undefined) throw missingParam("model_sample");
+      capChars(req.modelSample, "model_sample", MAX_MODEL_SAMPLE_CHARS);
       const result = await runGrader(grader, req.modelSample, jsonOf(req.item) ?? {}, engine, ctx.signal);
       return runResultMessage(result);
     },

@@ -10,6 +10,7 @@ import {
 import { principalOf, scopeOf } from "../../auth/principal.js";
 import { ApiError, invalidParam } from "../../common/errors.js";
 import { envelope, listQuery, runList } from "../../common/list.js";
+import { checkMetadata } from "../../common/metadata.js";
 import type { StoredRecord } from "../../storage/types.js";
 import { jsonOf, valueOf } from "./json.js";
 import { FINE_TUNABLE, type FineTuningJobs } from "./fine-tuning.js";
@@ -108,8 +109,9 @@ const checkpointMessage = (c: CheckpointRecord) => ({
 
 const permissionMessage = (p: PermissionRecord) => ({ id: p.id, object: "checkpoint.permission", createdAt: BigInt(p.createdAt), projectId: p.projectId });
 
+/** `metadata[k]=v` of the job list: held to the rules of the metadata it matches. */
 function metadataFilter(pairs: Record<string, string>): Record<string, string> | undefined {
-  return Object.keys(pairs).length ? pairs : undefined;
+  return Object.keys(pairs).length ? (checkMetadata(pairs) ?? undefined) : undefined;
 }
 
 /** Job limits of the organization (GET /fine_tuning/model_limits: the platform publishes no schema). */

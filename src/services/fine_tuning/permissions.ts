@@ -4,6 +4,7 @@
 // it. Granting a project writes, in one transaction, the permission, a uniqueness marker
 // (checkpoint, project) and a fine-tuned model record in that project — which is how the
 // checkpoint shows up in the project's /v1/models. Revoking removes all three.
+import { capIds } from "../../common/caps.js";
 import { ApiError, invalidParam, missingParam, notFound } from "../../common/errors.js";
 import { newId } from "../../common/ids.js";
 import { DuplicateRecord, type ListQuery, type Scope, type WriteOp } from "../../storage/types.js";
@@ -13,6 +14,9 @@ import { CHECKPOINT_REF_KIND, GRANT_KIND, PERMISSION_KIND, type CheckpointRef, t
 
 
 /** The organization-wide scope the checkpoint index and permissions live in. */
+/** Projects one grant request may name (the platform publishes no cap). */
+export const MAX_GRANT_PROJECTS = 100;
+
 export const orgScope = (organizationId: string): Scope => ({ projectId: `~org/${organizationId}` });
 
 const grantId = (checkpoint: string, projectId: string) => `${checkpoint}|${projectId}`;
@@ -34,6 +38,7 @@ export class CheckpointPermissions {
   async create(org: string, checkpoint: string, projectIds: string[]): Promise<PermissionRecord[]> {
     await this.checkpoint(org, checkpoint);
     if (projectIds.length === 0) throw missingParam("project_ids");
+    capIds(projectIds, "project_ids", MAX_GRANT_PROJECTS);
     for (const [i, p] of projectIds.entries()) {
       const project = p ? await this.deps.keys.project(p) : undefined;
       if (!project || project.organizationId !== org)

@@ -40,8 +40,10 @@ export const BUILTIN_MODELS: readonly CatalogModel[] = [
   m("text-embedding-3-small", 1705948997, "embedding"),
   m("text-embedding-3-large", 1705953180, "embedding"),
   m("text-embedding-ada-002", 1671217299, "embedding"),
-  // Served by this server's local sentence encoder (src/engines/embeddings), hence owned_by "atrium".
+  // Served by this server's local models (src/engines/embeddings: the sentence encoder and the static
+  // model distilled from it), hence owned_by "atrium".
   { ...m("atrium-embed-use-lite", 1735689600, "embedding"), ownedBy: "atrium" },
+  { ...m("atrium-embed-static-use-lite", 1764115200, "embedding"), ownedBy: "atrium" },
   m("omni-moderation-latest", 1731689265, "moderation"),
   m("omni-moderation-2024-09-26", 1732734466, "moderation"),
   m("text-moderation-latest", 1698800000, "moderation"),

@@ -5,20 +5,24 @@
 import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { ListValueSchema, ValueSchema, type ListValue, type Value } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
+import { capChars, MAX_ID_CHARS } from "../../common/caps.js";
 import { ModerationsService, type CreateModerationResponseSchema, type ModerationResultSchema } from "../../../gen/atrium/v1/moderations_pb.js";
-import { ApiError } from "../../common/errors.js";
+import { principalKey } from "../../auth/principal.js";
+import { ApiError, engineOverloaded } from "../../common/errors.js";
 import type { Json } from "../../common/json.js";
 import { LocalEmbeddingsTimeout } from "../../engines/embeddings/index.js";
 import { LocalModerationTimeout, ModerationInputError, parseModel, parseModerationInput } from "../../engines/moderation/index.js";
-import { PoolClosedError, WorkerCrashedError } from "../../engines/pool/index.js";
+import { EngineBusyError, PoolClosedError, WorkerCrashedError } from "../../engines/pool/index.js";
 import { ProviderUnavailable } from "../../providers/registry.js";
-import type { ModerationInput, ModerationProvider, ModerationResponse, ModerationResult } from "../../providers/types.js";
+import type { ModerationInput, ModerationProvider, ModerationResponse, ModerationResult, WorkLane } from "../../providers/types.js";
 import { UpstreamError } from "../../providers/upstream.js";
 import { builtinModel, modelNotFound } from "../models/index.js";
 
 export interface ModerationsServiceOptions {
   /** The provider serving the request (local or upstream), asked for per call. */
   provider: () => ModerationProvider;
+  /** The local engines' lane for these calls: "interactive" (default) for API callers, "bulk" for batches. */
+  lane?: WorkLane;
 }
 
 
@@ -27,10 +31,12 @@ export function createModerationsService(opts: ModerationsServiceOptions): Servi
     async createModeration(req, ctx) {
       const input = req.input === undefined ? undefined : (toJson(ValueSchema, req.input) as Json);
       let res: ModerationResponse;
+      capChars(req.model, "model", MAX_ID_CHARS);
       try {
         const model = parseModel(req.model);
         parseModerationInput(input, model);
-        res = await opts.provider().moderate(input as ModerationInput, { model, signal: ctx.signal });
+        const project = ctx.values.get(principalKey)?.projectId;
+        res = await opts.provider().moderate(input as ModerationInput, { model, signal: ctx.signal, lane: opts.lane ?? "interactive", project });
       } catch (e) {
         throw asApiError(e, req.model);
       }
@@ -68,6 +74,7 @@ function asApiError(e: unknown, model?: string): unknown {
     return new ApiError(400, e.message, { param: e.param, code: e.code, cause: e });
   }
   if (e instanceof ProviderUnavailable) return new ApiError(400, e.message, { param: "model", code: "model_not_available", cause: e });
+  if (e instanceof EngineBusyError) return engineOverloaded(e.message, e.retryAfterMs, e);
   if (e instanceof LocalModerationTimeout || e instanceof LocalEmbeddingsTimeout)
     return new ApiError(503, `${e.message} Retry later or send less input.`, { code: "engine_timeout", cause: e });
   if (e instanceof WorkerCrashedError)

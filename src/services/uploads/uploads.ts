@@ -1,19 +1,25 @@
 // Uploads (spec 4.6, 2.7, state table in 3): pending → completed | cancelled | expired.
 // Parts are records under the upload with their bytes in their own blobs, so parts can arrive in
 // parallel; completion streams them, in the caller's order, into the new file's blob.
-import type { Scope, StoredRecord } from "../../storage/types.js";
+import { removeBlobsOfDeleted } from "../../common/blobs.js";
+import type { Scope, StoredRecord, WriteOp } from "../../storage/types.js";
+import { capChars, capIds } from "../../common/caps.js";
 import { ApiError, invalidParam, missingParam, notFound } from "../../common/errors.js";
 import { BlobTooLarge, VersionConflict } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
 import { newId } from "../../common/ids.js";
 import { setTimer } from "../../jobs/expiry.js";
 import { PART_KIND, UPLOAD_KIND, type PartRecord, type UploadedFile, type UploadRecord } from "./records.js";
-import { checkContentRules, checkExpiresAfter, checkPurpose, expiryFor, filesApi, type ExpiresAfterInput, type FilesApi } from "../files/index.js";
+import { checkContentRules, checkExpiresAfter, checkFilename, checkPurpose, expiryFor, filesApi, type ExpiresAfterInput, type FilesApi } from "../files/index.js";
 
 export const UPLOAD_TIMER = "uploads.expire";
 export const MAX_UPLOAD_BYTES = 8 * 1024 ** 3;
 export const MAX_PART_BYTES = 64 * 1024 * 1024;
 export const UPLOAD_TTL = 3600;
+/** Parts one completion may list (the platform publishes none; S3 multipart uploads stop at the same number). */
+export const MAX_PARTS = 10_000;
+/** RFC 6838: a type and a subtype of at most 127 characters each, with room for parameters. */
+export const MAX_MIME_TYPE_CHARS = 255;
 
 const JSONL_TYPES = ["application/jsonl", "application/x-ndjson", "application/json", "application/jsonlines", "text/jsonl"];
 const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
@@ -21,6 +27,7 @@ const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 /** "mime_type must fit the purpose": JSONL for batch/fine-tune/evals, images for vision. */
 export function checkMimeType(mime: string | undefined, purpose: string): string {
   if (mime === undefined || mime === "") throw missingParam("mime_type");
+  capChars(mime, "mime_type", MAX_MIME_TYPE_CHARS);
   const base = mime.split(";")[0].trim().toLowerCase();
   if (!/^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/.test(base))
     throw invalidParam("mime_type", `Invalid 'mime_type': '${mime}' is not a MIME type.`);
@@ -48,8 +55,7 @@ export class Uploads {
     const bytes = Number(req.bytes);
     if (bytes < 1 || bytes > MAX_UPLOAD_BYTES)
       throw invalidParam("bytes", `Invalid 'bytes': expected 1 to ${MAX_UPLOAD_BYTES} (8 GB), got ${bytes}.`, "integer_out_of_range");
-    const filename = req.filename?.trim();
-    if (!filename) throw missingParam("filename");
+    const filename = checkFilename(req.filename, "filename");
     const purpose = checkPurpose(req.purpose);
     const mimeType = checkMimeType(req.mimeType, purpose);
     checkContentRules(purpose, filename, bytes, "filename");
@@ -126,6 +132,7 @@ export class Uploads {
     const upload = stored.data;
     this.requirePending(upload, "complete");
     if (!partIds.length) throw missingParam("part_ids");
+    capIds(partIds, "part_ids", MAX_PARTS);
     const seen = new Set<string>();
     const parts: PartRecord[] = [];
     for (const [i, pid] of partIds.entries()) {
@@ -155,10 +162,9 @@ export class Uploads {
       const { id, bytes, filename, purpose, mimeType, expiresAt } = created.file;
       const file: UploadedFile = { id, bytes, createdAt, filename, purpose, mimeType, expiresAt };
       const done: UploadRecord = { ...upload, status: "completed", file };
-      await this.deps.records.atomically([
-        ...created.ops,
-        { op: "update", kind: UPLOAD_KIND, scope, id: uploadId, data: done, expectVersion: stored.version, tag: "completed" },
-      ]);
+      // The cap is a condition of the write that records the File (limits/storage.ts).
+      const ops: WriteOp[] = [...created.ops, { op: "update", kind: UPLOAD_KIND, scope, id: uploadId, data: done, expectVersion: stored.version, tag: "completed" }];
+      await this.deps.storageCap.commit(scope, ops, info.bytes, "part_ids");
       await this.dropParts(scope, uploadId);
       return done;
     } catch (e) {
@@ -196,9 +202,11 @@ export class Uploads {
   private async dropParts(scope: Scope, uploadId: string) {
     for (;;) {
       const page = await this.parts.list(scope, { parentId: uploadId, limit: 500, order: "asc" });
+      // Record first: a part whose bytes could not be removed is an orphan for the sweeper,
+      // never a recorded part without bytes.
       for (const p of page.records) {
-        await this.deps.blobs.delete(p.id);
         await this.parts.delete(scope, p.id);
+        await removeBlobsOfDeleted(this.deps, [p.id]);
       }
       if (!page.hasMore) return;
     }

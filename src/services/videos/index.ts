@@ -10,6 +10,8 @@ import type { ApiArea } from "../area.js";
 import { createVideosService } from "./handler.js";
 import { renderFailed, renderJob, VIDEOS_RENDER_JOB } from "./jobs.js";
 import { ASSETS_TIMER, ENQUEUE_TIMER, MAX_IMAGE_BYTES, PURGE_TIMER, Videos } from "./videos.js";
+import { CHARACTER_KIND, VIDEO_KIND } from "./records.js";
+import { keysOfPresentRecords } from "../../common/blobs.js";
 
 /** ATRIUM_CONFIG's `videos` section. */
 interface VideosSection {
@@ -91,6 +93,12 @@ export const videosArea: ApiArea = {
         // The safety net for a crash between writing a video and enqueueing its render.
         [timerKind(ENQUEUE_TIMER)]: async (scope, rec) => void (await videos.enqueueRender(scope, rec.id)),
       },
+      // `<video id>.<variant|input>` and `<character id>.clip`. A video's blobs stay held while its
+      // record exists: expired assets go with the assets timer, which retries until they are gone.
+      blobOwners: [
+        { prefix: "video_", held: (keys) => keysOfPresentRecords(deps.records, VIDEO_KIND, keys) },
+        { prefix: "char_", held: (keys) => keysOfPresentRecords(deps.records, CHARACTER_KIND, keys) },
+      ],
       stop: async () => {
         await local?.close();
       },

@@ -19,6 +19,7 @@ import { once } from "node:events";
 import { Readable } from "node:stream";
 import { inspectImage, MediaFormatError, type ImageFormat, type ImageInfo } from "../../engines/media/image.js";
 import { FfmpegError, normaliseClip } from "../../engines/video/index.js";
+import { capChars } from "../../common/caps.js";
 import { ApiError, invalidParam, missingParam, notFound } from "../../common/errors.js";
 import { FetchUrlError, fetchUrl, type FetchPolicy } from "../../common/fetch-url.js";
 import { newId } from "../../common/ids.js";
@@ -50,6 +51,8 @@ export const DEFAULT_SECONDS = "4";
 export const EXTENSION_SECONDS = ["4", "8", "12", "16", "20"] as const;
 export const MAX_PROMPT_CHARS = 32_000;
 export const MAX_CHARACTER_NAME_CHARS = 80;
+/** An http(s) reference image URL (a data URL is bounded by MAX_IMAGE_BYTES instead): room for signed URLs. */
+export const MAX_IMAGE_URL_CHARS = 8192;
 /** A reference image, however it comes (upload, file_id, URL). */
 export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 export const MAX_CHARACTER_VIDEO_BYTES = 512 * 1024 * 1024;
@@ -283,6 +286,7 @@ export class Videos {
       const param = "input_reference.image_url";
       const url = ref.imageUrl;
       if (/^data:/i.test(url)) return { bytes: imageDataUrlBytes(url, param), param };
+      capChars(url, param, MAX_IMAGE_URL_CHARS);
       if (!/^https?:\/\//i.test(url)) throw invalidParam(param, `Invalid '${param}': expected an http(s) URL or a base64 data URL.`, "invalid_image_url");
       try {
         return { bytes: await fetchUrl(url, { ...this.settings.fetchPolicy, maxBytes: MAX_IMAGE_BYTES }), param };
@@ -351,7 +355,14 @@ export class Videos {
       { op: "delete", kind: timerKind(ENQUEUE_TIMER), scope, id },
       { op: "insert", kind: timerKind(PURGE_TIMER), scope, record: { id, createdAt: now, expiresAt: now, data: { targetId: id } satisfies TimerData } },
     ]);
-    await this.purge(id);
+    try {
+      await this.purge(id);
+    } catch (err) {
+      // The video is deleted, so the call has succeeded; its purge timer retries the bytes (and the
+      // orphan sweeper would reclaim them).
+      this.deps.log.warn({ err, videoId: id }, "assets of a deleted video not removed yet; its purge timer retries");
+      return;
+    }
     await this.deps.records.collection(timerKind(PURGE_TIMER)).delete(scope, id);
   }
 

@@ -211,6 +211,8 @@ describe("creation rules", () => {
     await expectError(await post({ input_file_id: file.id, endpoint: "/v1/images", completion_window: "24h" }), 400, { param: "endpoint", code: "unsupported_endpoint" });
     await expectError(await post({ input_file_id: file.id, endpoint: "/v1/embeddings", completion_window: "48h" }), 400, { param: "completion_window" });
     await expectError(await post({ input_file_id: "file-nope", endpoint: "/v1/embeddings", completion_window: "24h" }), 404, { param: "input_file_id" });
+    await expectError(await post({ input_file_id: "f".repeat(257), endpoint: "/v1/embeddings", completion_window: "24h" }), 400, { param: "input_file_id", code: "string_above_max_length", message: /maximum length 256\b/ });
+    await expectError(await post({ input_file_id: "f".repeat(256), endpoint: "/v1/embeddings", completion_window: "24h" }), 404, { param: "input_file_id" });
     const other = await client.files.create({ file: await toFile(Buffer.from("{}\n"), "x.jsonl"), purpose: "fine-tune" });
     await expectError(await post({ input_file_id: other.id, endpoint: "/v1/embeddings", completion_window: "24h" }), 400, { param: "input_file_id", code: "invalid_file_purpose" });
     await expectError(await post({ input_file_id: file.id, endpoint: "/v1/embeddings", completion_window: "24h", output_expires_after: { anchor: "created_at", seconds: 10 } }), 400, { param: "output_expires_after.seconds" });

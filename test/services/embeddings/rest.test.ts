@@ -159,6 +159,9 @@ describe("embeddings: validation (400 naming the field)", () => {
     ["a chat model", { model: "gpt-4o", input: "x" }, 400, "model", "model_not_supported"],
     ["an unknown model", { model: "no-such-embedder", input: "x" }, 404, "model", "model_not_found"],
     ["a model named like an object property", { model: "constructor", input: "x" }, 404, "model", "model_not_found"],
+    ["a model name of 256 characters is looked up", { model: "m".repeat(256), input: "x" }, 404, "model", "model_not_found"],
+    ["a model name over 256 characters", { model: "m".repeat(257), input: "x" }, 400, "model", "string_above_max_length"],
+    ["a user over 256 characters", { model: MODEL, input: "x", user: "u".repeat(257) }, 400, "user", "string_above_max_length"],
   ];
   for (const [name, body, status, param, code] of cases) {
     it(name, async () => {
@@ -167,6 +170,10 @@ describe("embeddings: validation (400 naming the field)", () => {
       if (param) expect(e.message).toContain(param);
     });
   }
+
+  it("a user of 256 characters is accepted", async () => {
+    expect((await post({ model: MODEL, input: "x", user: "u".repeat(256) })).status).toBe(200);
+  });
 
   it("the SDK raises the same errors (BadRequestError with param)", async () => {
     const err = await client.embeddings.create({ model: MODEL, input: ["a", ""] }).catch((e) => e);

@@ -1,3 +1,4 @@
+import { pino } from "pino";
 // FilesApi: what other areas do with Files, on a real store (SQLite + disk blobs).
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -27,6 +28,7 @@ async function setup(): Promise<{ files: FilesApi; storage: Storage; deleted: st
     blobs: storage.blobs,
     clock: { now: () => 1_700_000_000 },
     events: { fileDeleted: async (_s, id) => void deleted.push(id) },
+    log: pino({ level: "silent" }),
   });
   return { files, storage, deleted };
 }

@@ -1,11 +1,9 @@
 // Files (spec 4.5, 2.6, 8) through the official SDK and raw fetch, as a user drives them.
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type OpenAI from "openai";
-import { API_KEY, KEYS, ManualClock, startTestServer, type TestServer } from "../../shared/server.js";
-import { api, blobKeys, expectError, filesUnder, generatedMultipart, random, sdk, sdkError, sha256, toFile } from "../../shared/rest.js";
-import type { DiskBlobStore } from "../../../src/storage/disk-blobs.js";
+import { API_KEY, KEYS, ManualClock, SCALED, startTestServer, type TestServer } from "../../shared/server.js";
+import { api, blobKeys, storedBlobKeys, expectError, filesUnder, generatedMultipart, random, sdk, sdkError, sha256, toFile } from "../../shared/rest.js";
 
 const DAY = 24 * 3600;
 const FILE_KEYS = ["bytes", "created_at", "expires_at", "filename", "id", "object", "purpose", "status", "status_details"];
@@ -13,7 +11,8 @@ const FILE_KEYS = ["bytes", "created_at", "expires_at", "filename", "id", "objec
 let s: TestServer;
 let clock: ManualClock;
 let client: OpenAI;
-const blobPath = (id: string) => (s.deps.blobs as DiskBlobStore).pathOf(id);
+/** Whether the blob store holds `id` (a file on disk, or an object in the bucket in the scaled set-up). */
+const blobExists = async (id: string) => (await s.deps.blobs.size(id)) !== undefined;
 
 beforeAll(async () => {
   clock = new ManualClock();
@@ -66,14 +65,14 @@ describe("files: create, retrieve, download, delete a multi-MB binary file", () 
   });
 
   it("deletes the file: deletion envelope, then 404 everywhere and the blob is gone", async () => {
-    expect(existsSync(blobPath(file.id))).toBe(true);
+    expect((await blobExists(file.id))).toBe(true);
     const del = await client.files.delete(file.id);
     expect(del).toEqual({ id: file.id, object: "file", deleted: true });
     await expectError(await api(s.baseURL, `/files/${file.id}`), 404);
     await expectError(await api(s.baseURL, `/files/${file.id}/content`), 404);
     await expectError(await api(s.baseURL, `/files/${file.id}`, { method: "DELETE" }), 404);
     await sdkError(client.files.retrieve(file.id), 404);
-    expect(existsSync(blobPath(file.id))).toBe(false);
+    expect((await blobExists(file.id))).toBe(false);
   });
 });
 
@@ -230,6 +229,23 @@ describe("files: purposes, formats and expiry on create", () => {
     expect((await client.files.retrieve(f.id)).filename).toBe(name);
   });
 
+  it("a filename of 512 characters is kept; one of 513 is a 400 naming file, and nothing is stored", async () => {
+    const ids = async () => (await client.files.list()).data.map((f) => f.id).sort();
+    const atCap = "n".repeat(508) + ".txt";
+    const f = await client.files.create({ file: await toFile(Buffer.from("x"), atCap), purpose: "user_data" });
+    expect(f.filename).toBe(atCap);
+    const before = await ids();
+    const blobsBefore = await storedBlobKeys(s);
+    await expectError(await rawCreate([["purpose", "user_data"], ["file", new Blob(["x"]), "n" + atCap]]), 400, {
+      param: "file",
+      code: "string_above_max_length",
+      message: /at most 512 characters/,
+    });
+    expect(await ids()).toEqual(before);
+    expect(await storedBlobKeys(s)).toEqual(blobsBefore);
+    expect(filesUnder(join(s.dataDir, "tmp"))).toEqual([]);
+  });
+
   it("expires_after as raw form fields, before and after the file part", async () => {
     const before = await rawCreate([
       ["purpose", "assistants"],
@@ -252,7 +268,7 @@ describe("files: purposes, formats and expiry on create", () => {
   });
 
   it("expires_after.seconds out of 3600..2592000 is a 400 naming the parameter, and stores nothing", async () => {
-    const before = blobKeys(s.dataDir);
+    const before = (await storedBlobKeys(s));
     for (const seconds of [3599, 2_592_001, 0]) {
       const e = await sdkError(
         client.files.create({ file: await toFile(Buffer.from("z"), "z.txt"), purpose: "user_data", expires_after: { anchor: "created_at", seconds } }),
@@ -276,7 +292,7 @@ describe("files: purposes, formats and expiry on create", () => {
       ["expires_after[seconds]", "3600"],
     ]);
     await expectError(anchor, 400, { param: "expires_after.anchor" });
-    expect(blobKeys(s.dataDir)).toEqual(before);
+    expect((await storedBlobKeys(s))).toEqual(before);
     expect(filesUnder(join(s.dataDir, "tmp"))).toEqual([]);
   });
 
@@ -385,7 +401,7 @@ describe("files: expiry via the sweeper", () => {
       expires_after: { anchor: "created_at", seconds: 3600 },
     });
     const keep = await client.files.create({ file: await toFile(Buffer.from("keep"), "keep.txt"), purpose: "user_data" });
-    expect(existsSync(blobPath(f.id))).toBe(true);
+    expect((await blobExists(f.id))).toBe(true);
     clock.advance(3599);
     await s.sweeper.runOnce();
     expect((await client.files.retrieve(f.id)).id).toBe(f.id);
@@ -397,8 +413,8 @@ describe("files: expiry via the sweeper", () => {
     const all = await client.files.list({ limit: 10_000 });
     expect(all.data.some((x) => x.id === f.id)).toBe(false);
     expect(all.data.some((x) => x.id === keep.id)).toBe(true);
-    expect(existsSync(blobPath(f.id))).toBe(false);
-    expect(existsSync(blobPath(keep.id))).toBe(true);
+    expect((await blobExists(f.id))).toBe(false);
+    expect((await blobExists(keep.id))).toBe(true);
   });
 
   it("a batch file goes after its default 30 days", async () => {
@@ -409,7 +425,7 @@ describe("files: expiry via the sweeper", () => {
     clock.advance(1);
     await s.sweeper.runOnce();
     await sdkError(client.files.retrieve(f.id), 404);
-    expect(existsSync(blobPath(f.id))).toBe(false);
+    expect((await blobExists(f.id))).toBe(false);
   });
 
   // Fails until src/server.ts passes the server clock to openStorage ({ now: () => clock.now() }):
@@ -430,7 +446,9 @@ describe("files: expiry via the sweeper", () => {
 });
 
 describe("files: interrupted uploads", () => {
-  it("a client that aborts mid-upload leaves no temp file, no blob and no listed file behind", async () => {
+  // It watches the temp file instance A writes: through the proxy the upload may land on B, and
+  // the S3 store streams to the bucket with no temp file.
+  it.skipIf(SCALED)("a client that aborts mid-upload leaves no temp file, no blob and no listed file behind", async () => {
     const blobsBefore = blobKeys(s.dataDir);
     const listBefore = (await client.files.list({ limit: 10_000 })).data.map((f) => f.id);
     const ac = new AbortController();
@@ -468,14 +486,14 @@ describe("files: interrupted uploads", () => {
   });
 
   it("a multipart body that ends inside the file part is a 400 (not a 500, not a crash) and stores nothing", async () => {
-    const blobsBefore = blobKeys(s.dataDir);
+    const blobsBefore = (await storedBlobKeys(s));
     const boundary = "XyZtrunc";
     const body =
       `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nuser_data\r\n` +
       `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nhalf a fi`;
     const r = await api(s.baseURL, "/files", { method: "POST", body, headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
     await expectError(r, 400);
-    expect(blobKeys(s.dataDir)).toEqual(blobsBefore);
+    expect((await storedBlobKeys(s))).toEqual(blobsBefore);
     expect(filesUnder(join(s.dataDir, "tmp"))).toEqual([]);
     // Still serving.
     expect((await api(s.baseURL, "/models")).status).toBe(200);
@@ -483,7 +501,8 @@ describe("files: interrupted uploads", () => {
 });
 
 describe("files: the 512 MB limit", () => {
-  it("a body slightly over 512 MiB is refused with 413 and leaves nothing in blobs/ or tmp/", async () => {
+  // Half a GiB once per suite run is enough: the limit is the same code on both set-ups.
+  it.skipIf(SCALED)("a body slightly over 512 MiB is refused with 413 and leaves nothing in blobs/ or tmp/", async () => {
     const blobsBefore = blobKeys(s.dataDir);
     const listBefore = (await client.files.list({ limit: 10_000 })).data.map((f) => f.id);
     const size = 512 * 1024 * 1024 + 1;

@@ -359,6 +359,40 @@ describe("validate", () => {
   });
 });
 
+describe("caps on a grader's strings and arrays, and on model_sample", () => {
+  const validate = (grader: unknown) => api(s.baseURL, "/fine_tuning/alpha/graders/validate", { method: "POST", json: { grader } });
+  const python = (bytes: number) => "def grade(sample, item):\n    return 1\n#".padEnd(bytes, "x");
+  const check = { type: "string_check", name: "c", input: "{{sample.output_text}}", reference: "Paris", operation: "eq" };
+
+  it("python source up to 256 KB, other strings up to 64 KB, arrays up to 256 items; one over is a 400 naming the field", async () => {
+    expect((await validate({ type: "python", name: "p", source: python(256 * 1024) })).status).toBe(200);
+    expect((await validate({ ...check, name: "n".repeat(64 * 1024) })).status).toBe(200);
+    const labels = Array.from({ length: 256 }, (_, i) => `l${i}`);
+    const labelModel = { type: "label_model", name: "l", model: "gpt-4o", input: [{ role: "user", content: "hi" }], labels, passing_labels: ["l0"] };
+    expect((await validate(labelModel)).status).toBe(200);
+    const refused: Array<[unknown, string, string, number]> = [
+      [{ type: "python", name: "p", source: python(256 * 1024 + 1) }, "grader.source", "string_above_max_length", 256 * 1024],
+      [{ ...check, name: "n".repeat(64 * 1024 + 1) }, "grader.name", "string_above_max_length", 64 * 1024],
+      [{ ...check, reference: "r".repeat(2 * 1024 * 1024) }, "grader.reference", "string_above_max_length", 64 * 1024],
+      [{ ...labelModel, labels: [...labels, "one more"] }, "grader.labels", "array_above_max_length", 256],
+      [{ type: "multi", name: "m", graders: [check, { ...check, name: "d", input: "i".repeat(64 * 1024 + 1) }], calculate_output: "c" }, "grader.graders[1].input", "string_above_max_length", 64 * 1024],
+    ];
+    for (const [grader, param, code, limit] of refused) {
+      await expectError(await validate(grader), 400, { param, code, message: new RegExp(`maximum length ${limit}\\b`) });
+      await expectError(await api(s.baseURL, "/fine_tuning/alpha/graders/run", { method: "POST", json: { grader, model_sample: "a" } }), 400, { param, code });
+    }
+  });
+
+  it("model_sample up to 1 MiB is graded; one character more is a 400 naming model_sample", async () => {
+    expect((await run(check, "P".repeat(1024 * 1024))).reward).toBe(0);
+    await expectError(await api(s.baseURL, "/fine_tuning/alpha/graders/run", { method: "POST", json: { grader: check, model_sample: "P".repeat(1024 * 1024 + 1) } }), 400, {
+      param: "model_sample",
+      code: "string_above_max_length",
+      message: /maximum length 1048576\b/,
+    });
+  });
+});
+
 describe("over Connect and gRPC", () => {
   const grader = fromJson(ValueSchema, { type: "string_check", name: "exact", input: "{{sample.output_text}}", reference: "{{item.label}}", operation: "eq" });
   for (const [name, transport] of [

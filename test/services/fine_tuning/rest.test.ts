@@ -271,6 +271,33 @@ describe("creation rules (400s naming the field)", () => {
     await expectError(await post({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ wandb }] }), 400, { param: "integrations[0].type" });
   });
 
+  it("caps: ids 256, integrations 10 with names 128 and 50 tags of 64; at the caps a job is made, one over is a 400 naming the field and makes none", async () => {
+    const jobCount = async () => (await client.fineTuning.jobs.list({ limit: 100 })).data.length;
+    const tags = Array.from({ length: 50 }, (_, i) => `${i}`.padEnd(64, "t"));
+    const atCap = { project: "p".repeat(128), entity: "e".repeat(128), name: "n".repeat(128), tags };
+    const made = await client.fineTuning.jobs.create({ model: "gpt-4o-mini", training_file: train.id, integrations: Array.from({ length: 10 }, () => ({ type: "wandb" as const, wandb: atCap })) });
+    expect(made.integrations).toHaveLength(10);
+    await client.fineTuning.jobs.cancel(made.id);
+    const before = await jobCount();
+    const one = (wandb: Record<string, unknown>) => ({ model: "gpt-4o-mini", training_file: train.id, integrations: [{ type: "wandb", wandb: { ...atCap, ...wandb } }] });
+    const refused: Array<[unknown, string, string, number]> = [
+      [{ model: "m".repeat(257), training_file: train.id }, "model", "string_above_max_length", 256],
+      [{ model: "gpt-4o-mini", training_file: "f".repeat(257) }, "training_file", "string_above_max_length", 256],
+      [{ model: "gpt-4o-mini", training_file: train.id, validation_file: "f".repeat(257) }, "validation_file", "string_above_max_length", 256],
+      [{ model: "gpt-4o-mini", training_file: train.id, integrations: Array.from({ length: 11 }, () => ({ type: "wandb", wandb: atCap })) }, "integrations", "array_above_max_length", 10],
+      [one({ project: "p".repeat(129) }), "integrations[0].wandb.project", "string_above_max_length", 128],
+      [one({ entity: "e".repeat(129) }), "integrations[0].wandb.entity", "string_above_max_length", 128],
+      [one({ name: "n".repeat(129) }), "integrations[0].wandb.name", "string_above_max_length", 128],
+      [one({ tags: [...tags, "x"] }), "integrations[0].wandb.tags", "array_above_max_length", 50],
+      [one({ tags: ["t".repeat(65)] }), "integrations[0].wandb.tags[0]", "string_above_max_length", 64],
+    ];
+    for (const [body, param, code, limit] of refused) await expectError(await post(body), 400, { param, code, message: new RegExp(`maximum length ${limit}\\b`) });
+    expect(await jobCount()).toBe(before);
+    // The list's metadata filter follows the metadata rules.
+    await expectError(await api(s.baseURL, `/fine_tuning/jobs?metadata[k]=${"v".repeat(513)}`), 400, { param: "metadata.k", code: "string_above_max_length" });
+    expect((await api(s.baseURL, `/fine_tuning/jobs?metadata[k]=${"v".repeat(512)}`)).status).toBe(200);
+  });
+
   it("model_limits: one entry per fine-tunable model", async () => {
     const res = (await (await api(s.baseURL, "/fine_tuning/model_limits")).json()) as any;
     expect(res.object).toBe("fine_tuning.model_limits");
@@ -422,6 +449,17 @@ describe("checkpoint permissions (admin key only)", () => {
     expect(e.param).toBe("project_ids[1]");
     await expectError(await api(s.baseURL, path(checkpoint), { method: "POST", key: ADMIN_KEY, json: { project_ids: [] } }), 400, { param: "project_ids" });
     await expectError(await api(s.baseURL, `${path(checkpoint)}?order=sideways`, { key: ADMIN_KEY }), 400, { param: "order" });
+  });
+
+  it("project_ids: at most 100 ids of at most 256 characters; over either is a 400 and grants nothing", async () => {
+    const granted = async () => (await admin.fineTuning.checkpoints.permissions.retrieve(checkpoint, { limit: 100 })).data.length;
+    const before = await granted();
+    const post = (project_ids: string[]) => api(s.baseURL, path(checkpoint), { method: "POST", key: ADMIN_KEY, json: { project_ids } });
+    await expectError(await post(Array.from({ length: 101 }, () => "proj_b")), 400, { param: "project_ids", code: "array_above_max_length", message: /maximum length 100\b/ });
+    await expectError(await post(["proj_b", "p".repeat(257)]), 400, { param: "project_ids[1]", code: "string_above_max_length", message: /maximum length 256\b/ });
+    // At the cap the list is read (and here refused for the duplicate, as before).
+    await expectError(await post(Array.from({ length: 100 }, () => "proj_b")), 400, { param: "project_ids[1]" });
+    expect(await granted()).toBe(before);
   });
 });
 

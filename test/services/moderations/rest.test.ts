@@ -203,6 +203,9 @@ describe("moderations: models", () => {
   it("a model that does not moderate is a 400, an unknown one a 404", async () => {
     await expectError(await api(s.baseURL, "/moderations", { method: "POST", json: { input: "x", model: "gpt-4o" } }), 400, { param: "model", code: "model_not_supported" });
     await expectError(await api(s.baseURL, "/moderations", { method: "POST", json: { input: "x", model: "no-such-model" } }), 404, { param: "model", code: "model_not_found" });
+    // A name over 256 characters is refused before any lookup.
+    await expectError(await api(s.baseURL, "/moderations", { method: "POST", json: { input: "x", model: "m".repeat(257) } }), 400, { param: "model", code: "string_above_max_length", message: /maximum length 256\b/ });
+    await expectError(await api(s.baseURL, "/moderations", { method: "POST", json: { input: "x", model: "m".repeat(256) } }), 404, { param: "model", code: "model_not_found" });
   });
 });
 

@@ -1,18 +1,17 @@
 // Uploads (spec 4.6, 2.7, state table in 3, limits in 8) through the official SDK and raw fetch.
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type OpenAI from "openai";
 import { API_KEY, KEYS, ManualClock, startTestServer, type TestServer } from "../../shared/server.js";
-import { api, blobKeys, expectError, filesUnder, generatedMultipart, md5, random, sdk, sdkError, sha256, toFile } from "../../shared/rest.js";
-import type { DiskBlobStore } from "../../../src/storage/disk-blobs.js";
+import { api, storedBlobKeys, expectError, filesUnder, generatedMultipart, md5, random, sdk, sdkError, sha256, toFile } from "../../shared/rest.js";
 
 const UPLOAD_KEYS = ["bytes", "created_at", "expires_at", "file", "filename", "id", "object", "purpose", "status"];
 
 let s: TestServer;
 let clock: ManualClock;
 let client: OpenAI;
-const blobPath = (id: string) => (s.deps.blobs as DiskBlobStore).pathOf(id);
+/** Whether the blob store holds `id` (a file on disk, or an object in the bucket in the scaled set-up). */
+const blobExists = async (id: string) => (await s.deps.blobs.size(id)) !== undefined;
 const addPart = async (uploadId: string, data: Uint8Array, c = client) => c.uploads.parts.create(uploadId, { data: await toFile(data, "part") });
 const newUpload = (bytes: number, extra: Partial<OpenAI.Uploads.UploadCreateParams> = {}, c = client) =>
   c.uploads.create({ bytes, filename: "data.bin", mime_type: "application/octet-stream", purpose: "assistants", ...extra });
@@ -64,7 +63,7 @@ describe("uploads: the happy path", () => {
     expect(got.length).toBe(total);
     expect(sha256(got)).toBe(sha256(expected));
     // The part blobs are gone once the file exists.
-    for (const p of parts) expect(existsSync(blobPath(p.id))).toBe(false);
+    for (const p of parts) expect((await blobExists(p.id))).toBe(false);
     // Parts or a second completion are refused afterwards.
     const e = await sdkError(addPart(u.id, Buffer.from("late")), 400);
     expect(e.message).toContain("completed");
@@ -109,11 +108,11 @@ describe("uploads: completion errors", () => {
     const a = random(4096);
     const u = await newUpload(4096);
     const p = await addPart(u.id, a);
-    const blobsBefore = blobKeys(s.dataDir);
+    const blobsBefore = (await storedBlobKeys(s));
     const filesBefore = (await client.files.list()).data.length;
     const e = await sdkError(client.uploads.complete(u.id, { part_ids: [p.id], md5: md5(Buffer.from("something else")) }), 400);
     expect(e.param).toBe("md5");
-    expect(blobKeys(s.dataDir)).toEqual(blobsBefore);
+    expect((await storedBlobKeys(s))).toEqual(blobsBefore);
     expect(filesUnder(join(s.dataDir, "tmp"))).toEqual([]);
     expect((await client.files.list()).data.length).toBe(filesBefore);
     // Malformed md5 too.
@@ -155,7 +154,7 @@ describe("uploads: concurrency", () => {
     const u = await newUpload(data.length, { filename: "race.bin" });
     const p = await addPart(u.id, data);
     const before = new Set((await client.files.list()).data.map((f) => f.id));
-    const blobsBefore = blobKeys(s.dataDir).filter((k) => k !== p.id);
+    const blobsBefore = (await storedBlobKeys(s)).filter((k) => k !== p.id);
     const results = await Promise.allSettled([0, 1, 2].map(() => client.uploads.complete(u.id, { part_ids: [p.id] })));
     const ok = results.filter((r) => r.status === "fulfilled") as PromiseFulfilledResult<OpenAI.Uploads.Upload>[];
     expect(ok.length).toBe(1);
@@ -163,12 +162,12 @@ describe("uploads: concurrency", () => {
     const created = (await client.files.list()).data.filter((f) => !before.has(f.id));
     expect(created.map((f) => f.id)).toEqual([ok[0].value.file!.id]);
     // Only the one new file's blob is left (no orphan from the losers, no part blob).
-    expect(blobKeys(s.dataDir)).toEqual([...blobsBefore, ok[0].value.file!.id].sort());
+    expect((await storedBlobKeys(s))).toEqual([...blobsBefore, ok[0].value.file!.id].sort());
   });
 
   it("parts streaming while the upload is cancelled leave no part behind", async () => {
     const u = await newUpload(10 * 1024 * 1024);
-    const blobsBefore = blobKeys(s.dataDir);
+    const blobsBefore = (await storedBlobKeys(s));
     const uploads = Array.from({ length: 6 }, () => addPart(u.id, random(1024 * 1024)).then(
       () => "ok",
       (e) => (e as { status: number }).status,
@@ -179,7 +178,7 @@ describe("uploads: concurrency", () => {
     for (const o of outcomes) expect(["ok", 400]).toContain(o);
     const left = await s.deps.records.collection("upload_part").list({ projectId: "proj_default" }, { parentId: u.id, limit: 100, order: "asc" });
     expect(left.records).toEqual([]);
-    expect(blobKeys(s.dataDir)).toEqual(blobsBefore);
+    expect((await storedBlobKeys(s))).toEqual(blobsBefore);
     expect(filesUnder(join(s.dataDir, "tmp"))).toEqual([]);
   });
 });
@@ -188,14 +187,14 @@ describe("uploads: cancel", () => {
   it("cancel returns status cancelled; parts, completion and a second cancel are refused; part blobs are removed", async () => {
     const u = await newUpload(20);
     const p = await addPart(u.id, random(20));
-    expect(existsSync(blobPath(p.id))).toBe(true);
+    expect((await blobExists(p.id))).toBe(true);
     const c = await client.uploads.cancel(u.id);
     expect(c).toMatchObject({ id: u.id, object: "upload", status: "cancelled", file: null });
     const e = await sdkError(addPart(u.id, random(5)), 400);
     expect(e.message).toContain("cancelled");
     await sdkError(client.uploads.complete(u.id, { part_ids: [p.id] }), 400);
     await sdkError(client.uploads.cancel(u.id), 400);
-    expect(existsSync(blobPath(p.id))).toBe(false);
+    expect((await blobExists(p.id))).toBe(false);
   });
 });
 
@@ -249,10 +248,44 @@ describe("uploads: create validation", () => {
   });
 });
 
+describe("uploads: caps on strings and lists", () => {
+  const create = (body: Record<string, unknown>) => api(s.baseURL, "/uploads", { method: "POST", json: body });
+  const base = { bytes: 10, filename: "a.txt", mime_type: "text/plain", purpose: "assistants" };
+  const uploadCount = () => s.deps.records.collection("upload").count({ projectId: "proj_default" });
+
+  it("filename 512 and mime_type 255 characters are taken; one over is a 400 naming the field and creates nothing", async () => {
+    const atCap = await newUpload(10, { filename: "f".repeat(508) + ".txt", mime_type: "text/plain; x=" + "y".repeat(241) });
+    expect(atCap.filename).toBe("f".repeat(508) + ".txt");
+    const refused: Array<[Record<string, unknown>, string, RegExp]> = [
+      [{ ...base, filename: "f".repeat(509) + ".txt" }, "filename", /at most 512 characters/],
+      [{ ...base, filename: "f".repeat(2 * 1024 * 1024) }, "filename", /at most 512 characters/],
+      [{ ...base, mime_type: "text/plain; x=" + "y".repeat(242) }, "mime_type", /maximum length 255\b/],
+    ];
+    const before = await uploadCount();
+    for (const [body, param, message] of refused) await expectError(await create(body), 400, { param, code: "string_above_max_length", message });
+    expect(await uploadCount()).toBe(before);
+  });
+
+  it("part_ids lists at most 10,000 ids of at most 256 characters; over either is a 400 before any part is read", async () => {
+    const u = await newUpload(5);
+    const p = await addPart(u.id, random(5));
+    const complete = (part_ids: string[]) => api(s.baseURL, `/uploads/${u.id}/complete`, { method: "POST", json: { part_ids } });
+    await expectError(await complete([p.id, ...Array.from({ length: 10_000 }, (_, i) => `part_${i}`)]), 400, {
+      param: "part_ids",
+      code: "array_above_max_length",
+      message: /maximum length 10000\b/,
+    });
+    await expectError(await complete([p.id, "p".repeat(257)]), 400, { param: "part_ids[1]", code: "string_above_max_length", message: /maximum length 256\b/ });
+    // At the cap the list is read: 9,999 unknown ids after the real part are refused one by one, as before.
+    await expectError(await complete([p.id, ...Array.from({ length: 9_999 }, (_, i) => `part_${i}`)]), 400, { param: "part_ids[1]", code: "invalid_part" });
+    expect((await client.uploads.complete(u.id, { part_ids: [p.id] })).status).toBe("completed");
+  });
+});
+
 describe("uploads: part limits", () => {
   it("a part over 64 MiB is a 413, nothing is kept, and the upload still takes parts", async () => {
     const u = await newUpload(100);
-    const blobsBefore = blobKeys(s.dataDir);
+    const blobsBefore = (await storedBlobKeys(s));
     const body = generatedMultipart({ fileField: "data", filename: "blob", size: 64 * 1024 * 1024 + 1 });
     const res = await fetch(`${s.baseURL}/uploads/${u.id}/parts`, {
       method: "POST",
@@ -261,7 +294,7 @@ describe("uploads: part limits", () => {
       duplex: "half",
     } as RequestInit);
     await expectError(res, 413, { param: "data" });
-    expect(blobKeys(s.dataDir)).toEqual(blobsBefore);
+    expect((await storedBlobKeys(s))).toEqual(blobsBefore);
     expect(filesUnder(join(s.dataDir, "tmp"))).toEqual([]);
     const p = await addPart(u.id, random(100));
     expect((await client.uploads.complete(u.id, { part_ids: [p.id] })).status).toBe("completed");
@@ -339,8 +372,8 @@ describe("uploads: expiry after one hour", () => {
     expect(rec?.data.status).toBe("expired");
     const c = await sdkError(client.uploads.cancel(u.id), 400);
     expect(c.message).toContain("expired");
-    expect(existsSync(blobPath(p.id))).toBe(false);
-    expect(existsSync(blobPath(p2.id))).toBe(false);
+    expect((await blobExists(p.id))).toBe(false);
+    expect((await blobExists(p2.id))).toBe(false);
   });
 
   it("the sweeper alone moves an untouched upload to expired", async () => {
@@ -350,7 +383,7 @@ describe("uploads: expiry after one hour", () => {
     await s.sweeper.runOnce();
     const rec = await s.deps.records.collection<{ status: string }>("upload").get({ projectId: "proj_default" }, u.id);
     expect(rec?.data.status).toBe("expired");
-    expect(existsSync(blobPath(p.id))).toBe(false);
+    expect((await blobExists(p.id))).toBe(false);
   });
 
   it("a completed upload is not touched by its expiry", async () => {
