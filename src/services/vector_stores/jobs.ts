@@ -12,7 +12,7 @@
 // A job stands down when its attachment is no longer current: detached, its store deleted, or
 // its batch cancelled (it removes what it indexed), or attached again (the newer job, which waits
 // for this one to end, clears the file's chunks before indexing).
-import { setImmediate } from "node:timers/promises";
+import { setImmediate, setTimeout as sleep } from "node:timers/promises";
 import type { JobContext, JobHandler, JobRunner, KindOptions } from "../../jobs/index.js";
 import { JobAborted, TERMINAL_STATES } from "../../jobs/index.js";
 import { IngestError, type Chunk, type Ingester } from "../../engines/ingest/index.js";
@@ -49,6 +49,13 @@ const BATCH = 16;
 /** Embedding calls in flight per job, ahead of the batch being indexed. */
 const EMBED_AHEAD = 2;
 const MAX_ATTEMPTS = 4;
+/**
+ * How long a run waits for the job of the attachment it replaces (told to stand down by the
+ * request) to end before it gives the attempt up: that job stops at its next await, well within
+ * this, and waiting here costs no attempt, where retrying would spend one per backoff.
+ */
+const EARLIER_WAIT_MS = 10_000;
+const EARLIER_POLL_MS = 25;
 
 const INGEST_OPTIONS: KindOptions = {
   // Extraction and chunking run in the ingest workers, embedding in the provider's: two files at
@@ -87,10 +94,7 @@ async function ingestAttachment(deps: IngestJobDeps, ctx: JobContext<IngestPaylo
   }
   if (at.state !== "current") return;
   const file = at.record.data;
-  if (file.supersedes) {
-    const earlier = await deps.jobs.get(file.supersedes);
-    if (earlier && !TERMINAL_STATES.has(earlier.state)) throw new Error("waiting for the file's earlier ingestion to stop");
-  }
+  if (file.supersedes) await earlierEnded(deps, file.supersedes, ctx.signal);
   try {
     await ingest(deps, ctx, scope, file);
   } catch (e) {
@@ -180,6 +184,16 @@ function chunkInput(fileId: string, c: Chunk, attributes: Record<string, string 
 
 function vectorLength(dense: DenseSetup): number {
   return dense.embedder.dimensions || dense.provider.dimensions || 0;
+}
+
+/** Resolves once job `id` has ended (or is gone); throws to retry later if it is still going after EARLIER_WAIT_MS. */
+async function earlierEnded(deps: IngestJobDeps, id: string, signal: AbortSignal): Promise<void> {
+  for (let waited = 0; ; waited += EARLIER_POLL_MS) {
+    const earlier = await deps.jobs.get(id);
+    if (!earlier || TERMINAL_STATES.has(earlier.state)) return;
+    if (waited >= EARLIER_WAIT_MS) throw new Error("waiting for the file's earlier ingestion to stop");
+    await sleep(EARLIER_POLL_MS, undefined, { signal });
+  }
 }
 
 /** The attachment went away mid-run: remove what this job indexed, unless a newer job owns the file now. */
