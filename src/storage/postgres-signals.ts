@@ -13,6 +13,8 @@ export class PostgresSignals implements Signals {
   private client: pg.Client | undefined;
   private closed = false;
   private retry: NodeJS.Timeout | undefined;
+  private pending: string[] = [];
+  private sending = false;
 
   private constructor(
     private readonly url: string,
@@ -57,9 +59,28 @@ export class PostgresSignals implements Signals {
   }
 
   publish(topic: string, message: string): void {
-    const client = this.client;
-    if (!client) return; // reconnecting: the bounded delay applies
-    client.query("SELECT pg_notify($1, $2)", [SIGNALS_CHANNEL, `${topic}\n${message}`]).catch((e) => this.onError(e as Error));
+    if (!this.client) return; // reconnecting: the bounded delay applies
+    this.pending.push(`${topic}\n${message}`);
+    if (!this.sending) void this.send();
+  }
+
+  /**
+   * One query at a time on the connection (pg queues a second one only with a deprecation, and
+   * pg 9 refuses it): the signals published meanwhile go out together in the next statement.
+   * PostgreSQL delivers one of identical payloads sent in one transaction, which for hints is the same.
+   */
+  private async send(): Promise<void> {
+    this.sending = true;
+    try {
+      while (this.pending.length > 0) {
+        const payloads = this.pending.splice(0);
+        const client = this.client;
+        if (!client) return;
+        await client.query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", [SIGNALS_CHANNEL, payloads]).catch((e) => this.onError(e as Error));
+      }
+    } finally {
+      this.sending = false;
+    }
   }
 
   on(topic: string, handler: (message: string) => void): void {

@@ -56,6 +56,27 @@ describe("PostgreSQL signals", () => {
     expect(other.heard).toEqual([]);
   });
 
+  it("a burst published in one tick arrives whole and in order, one query at a time on the connection (no pg deprecation)", async () => {
+    const url = await database();
+    const [a, b] = [await open(url), await open(url)];
+    const onB = hear(b, "burst");
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.message);
+    process.on("warning", onWarning);
+    try {
+      const sent = Array.from({ length: 200 }, (_, i) => `m${i}`);
+      for (const m of sent) a.publish("burst", m);
+      await onB.next("m199");
+      // Then a second burst while nothing is in flight.
+      a.publish("burst", "late");
+      await onB.next("late");
+      expect(onB.heard).toEqual([...sent, "late"]);
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(warnings.filter((w) => w.includes("already executing a query"))).toEqual([]);
+  });
+
   it("instances on another database hear nothing", async () => {
     const [a, c] = [await open(await database()), await open(await database())];
     const onC = hear(c, "t");
