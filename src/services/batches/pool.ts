@@ -3,10 +3,8 @@
 // back moved, not copied.
 import type { Principal } from "../../auth/principal.js";
 import { WorkerPool, workerScript } from "../../engines/pool/index.js";
-import { InputTokensError } from "../../engines/tokenizer/index.js";
-import type { Scope } from "../../storage/types.js";
 import type { ServiceDeps } from "../deps.js";
-import { storageLookups, type HostFileReply, type ResponsesOptions } from "../responses/index.js";
+import { countingHost, storageLookups, type ResponsesOptions } from "../responses/index.js";
 import type { Endpoint } from "./endpoints.js";
 import { chunkBuffers, type ChunkCheck, type RequestChunk } from "./input.js";
 import type { RunResult } from "./run.js";
@@ -20,24 +18,13 @@ export class BatchWorkers {
     readonly size: number,
     responses: ResponsesOptions,
   ) {
-    const lookups = storageLookups(deps);
     const workerData: BatchWorkerData = { responses };
     this.pool = new WorkerPool({
       script: workerScript(import.meta.url, "worker"),
       size,
       name: "atrium-batch",
       workerData,
-      host: {
-        hasFineTunedModel: (scope: Scope, model: string) => lookups.hasFineTunedModel(scope, model),
-        async readFile(scope: Scope, fileId: string): Promise<HostFileReply> {
-          try {
-            return { file: await lookups.readFile(scope, fileId) };
-          } catch (e) {
-            if (e instanceof InputTokensError) return { error: { status: e.status, param: e.param, message: e.message, code: e.code } };
-            throw e;
-          }
-        },
-      },
+      host: countingHost(storageLookups(deps)),
     });
   }
 

@@ -27,6 +27,24 @@ export interface CountingErrorDescription {
 /** A host readFile's answer to a worker: the file, or the counting error to throw there. */
 export type HostFileReply = { file: { bytes: Uint8Array; filename: string } } | { error: CountingErrorDescription };
 
+/**
+ * The host functions a worker that counts tokens calls back on this thread (the counting workers'
+ * and the batch workers'): the lookups, with a counting error turned into a reply it can rethrow.
+ */
+export function countingHost(lookups: CountingLookups) {
+  return {
+    hasFineTunedModel: (scope: Scope, model: string) => lookups.hasFineTunedModel(scope, model),
+    async readFile(scope: Scope, fileId: string): Promise<HostFileReply> {
+      try {
+        return { file: await lookups.readFile(scope, fileId) };
+      } catch (e) {
+        if (e instanceof InputTokensError) return { error: { status: e.status, param: e.param, message: e.message, code: e.code } };
+        throw e;
+      }
+    },
+  };
+}
+
 /** One count sent to a worker: the body as the response API's JSON, and whose Files it may read. */
 export interface CountTask {
   body: Record<string, unknown>;

@@ -7,7 +7,7 @@ import { CountingWorkers } from "./workers.js";
 
 // What batches run on: the service over this process's storage or over lookups a worker thread asks for.
 export { createResponsesService, responsesServiceWith, storageLookups, type ResponsesOptions } from "./handler.js";
-export type { CountingLookups, HostFileReply } from "./counting.js";
+export { countingHost, type CountingLookups, type HostFileReply } from "./counting.js";
 
 export const responsesArea: ApiArea = {
   name: "responses",

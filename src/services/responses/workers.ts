@@ -5,8 +5,7 @@
 // fine-tuned models) the workers ask for through host calls.
 import { WorkerPool, workerScript } from "../../engines/pool/index.js";
 import { InputTokensError } from "../../engines/tokenizer/index.js";
-import type { Scope } from "../../storage/types.js";
-import type { CountingLookups, CountReply, CountTask, HostFileReply } from "./counting.js";
+import { countingHost, type CountingLookups, type CountReply, type CountTask } from "./counting.js";
 
 /** Requests with at least this much text are counted on a worker; smaller ones cost less than the hand-off. */
 export const OFF_THREAD_TEXT_BYTES = 64 * 1024;
@@ -19,17 +18,7 @@ export class CountingWorkers {
       script: workerScript(import.meta.url, "worker"),
       size,
       name: "atrium-input-tokens",
-      host: {
-        hasFineTunedModel: (scope: Scope, model: string) => lookups.hasFineTunedModel(scope, model),
-        async readFile(scope: Scope, fileId: string): Promise<HostFileReply> {
-          try {
-            return { file: await lookups.readFile(scope, fileId) };
-          } catch (e) {
-            if (e instanceof InputTokensError) return { error: { status: e.status, param: e.param, message: e.message, code: e.code } };
-            throw e;
-          }
-        },
-      },
+      host: countingHost(lookups),
     });
   }
 
