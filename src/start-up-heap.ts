@@ -1,4 +1,4 @@
-// Imported first by main.ts, before any other module is loaded. Start-up allocates tens of MB of
+// Imported by main.ts before any other module is loaded or parsed. Start-up allocates tens of MB of
 // objects that live for the whole process (modules, schemas, routes); V8 answers the survivors by
 // growing the young generation to its 2 × 16 MiB maximum, which then stays committed while the
 // server idles (~25 MB of RSS). Holding the young generation at its initial size until the server

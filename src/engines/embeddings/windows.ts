@@ -3,7 +3,9 @@
 // in a run with no whitespace, at the limit, never inside a surrogate pair).
 import { WINDOW_CHARS } from "./constants.js";
 
-const sentences = new Intl.Segmenter("en", { granularity: "sentence" });
+// Made on first use: building a segmenter loads ICU's break rules (~14 ms), which a server start
+// should not wait for.
+let sentences: Intl.Segmenter | undefined;
 
 /** The windows of `text`, in order; their concatenation is `text` minus whitespace-only windows. */
 export function splitIntoWindows(text: string, maxChars = WINDOW_CHARS): string[] {
@@ -14,7 +16,7 @@ export function splitIntoWindows(text: string, maxChars = WINDOW_CHARS): string[
     if (current.trim() !== "") windows.push(current);
     current = "";
   };
-  for (const { segment } of sentences.segment(text)) {
+  for (const { segment } of (sentences ??= new Intl.Segmenter("en", { granularity: "sentence" })).segment(text)) {
     for (const piece of segment.length <= maxChars ? [segment] : cutLong(segment, maxChars)) {
       if (current.length + piece.length > maxChars) flush();
       current += piece;
