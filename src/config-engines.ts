@@ -4,6 +4,7 @@
 // the instances). None set: the embedded default, SQLite and the local disk. Each is independent.
 // A malformed value is a ConfigError naming the variable; a password in a URL never appears in it.
 import { ConfigError } from "./config.js";
+import { redactedUrl } from "./common/redacted-url.js";
 
 /** What the storage layer needs to choose and open its engines (src/storage/index.ts). */
 export interface EnginesConfig {
@@ -19,21 +20,11 @@ export const DEFAULT_DATABASE_POOL_SIZE = 10;
 export const DEFAULT_REDIS_KEY_PREFIX = "atrium:";
 
 /** `raw` with any password replaced, for messages. */
-function redactUrl(raw: string): string {
-  try {
-    const u = new URL(raw);
-    if (u.password) u.password = "****";
-    return u.toString();
-  } catch {
-    return raw.replace(/:[^:@/]*@/, ":****@");
-  }
-}
-
 function parseUrl(name: string, raw: string, shape: string): URL {
   try {
     return new URL(raw);
   } catch {
-    throw new ConfigError(`${name} must be a URL of the form ${shape}, got '${redactUrl(raw)}'`);
+    throw new ConfigError(`${name} must be a URL of the form ${shape}, got '${redactedUrl(raw)}'`);
   }
 }
 
@@ -43,8 +34,8 @@ export function databaseUrl(raw: string | undefined): string | undefined {
   const u = parseUrl("ATRIUM_DATABASE_URL", raw, shape);
   if (u.protocol !== "postgres:" && u.protocol !== "postgresql:")
     throw new ConfigError(`ATRIUM_DATABASE_URL must be a postgres:// URL (${shape}), got scheme '${u.protocol.replace(/:$/, "")}'`);
-  if (!u.hostname && !u.searchParams.get("host")) throw new ConfigError(`ATRIUM_DATABASE_URL names no host (${shape}), got '${redactUrl(raw)}'`);
-  if (u.pathname.length <= 1) throw new ConfigError(`ATRIUM_DATABASE_URL names no database (${shape}), got '${redactUrl(raw)}'`);
+  if (!u.hostname && !u.searchParams.get("host")) throw new ConfigError(`ATRIUM_DATABASE_URL names no host (${shape}), got '${redactedUrl(raw)}'`);
+  if (u.pathname.length <= 1) throw new ConfigError(`ATRIUM_DATABASE_URL names no database (${shape}), got '${redactedUrl(raw)}'`);
   return raw;
 }
 
@@ -69,7 +60,7 @@ export function redisUrl(raw: string | undefined): string | undefined {
   const u = parseUrl("ATRIUM_REDIS_URL", raw, shape);
   if (u.protocol !== "redis:" && u.protocol !== "rediss:")
     throw new ConfigError(`ATRIUM_REDIS_URL must be a redis:// or rediss:// URL (${shape}), got scheme '${u.protocol.replace(/:$/, "")}'`);
-  if (!u.hostname) throw new ConfigError(`ATRIUM_REDIS_URL names no host (${shape}), got '${redactUrl(raw)}'`);
+  if (!u.hostname) throw new ConfigError(`ATRIUM_REDIS_URL names no host (${shape}), got '${redactedUrl(raw)}'`);
   return raw;
 }
 

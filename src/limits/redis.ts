@@ -8,6 +8,7 @@
 // Keys are `<prefix>{<organization>}:...`: the braces are a Redis Cluster hash tag, so every key
 // one request touches lives in one slot.
 import { Redis } from "ioredis";
+import { redactedUrl } from "../common/redacted-url.js";
 import { EngineUnreachable } from "../storage/shared-engines.js";
 import type { LimitEntry, LimitStore, TakeResult } from "./store.js";
 
@@ -107,7 +108,7 @@ export class RedisLimitStore implements LimitStore {
       await client.connect();
     } catch (e) {
       client.disconnect();
-      throw new EngineUnreachable(`cannot connect to Redis at ${redact(url)} (ATRIUM_REDIS_URL): ${(e as Error).message}`);
+      throw new EngineUnreachable(`cannot connect to Redis at ${redactedUrl(url)} (ATRIUM_REDIS_URL): ${(e as Error).message}`);
     }
     return new RedisLimitStore(client, opts);
   }
@@ -129,15 +130,5 @@ export class RedisLimitStore implements LimitStore {
 
   async close(): Promise<void> {
     await this.client.quit().catch(() => this.client.disconnect());
-  }
-}
-
-function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "****";
-    return u.toString();
-  } catch {
-    return "(unparseable URL)";
   }
 }

@@ -12,7 +12,8 @@ import { JOBS_MIGRATION, SqliteJobStore } from "../jobs/sqlite-job-store.js";
 import type { JobStore } from "../jobs/types.js";
 import type { Migration } from "./sqlite-migrations.js";
 import { DEFAULT_DATABASE_POOL_SIZE } from "../config-engines.js";
-import { EngineUnreachable, openPostgresEngines, openS3Blobs, redactedUrl } from "./shared-engines.js";
+import { EngineUnreachable, openPostgresEngines, openS3Blobs } from "./shared-engines.js";
+import { redactedUrl } from "../common/redacted-url.js";
 import { LocalSignals, type Signals } from "./signals.js";
 import type { BlobStore, RecordStore } from "./types.js";
 
@@ -22,7 +23,7 @@ export { DiskBlobStore, InvalidBlobKey } from "./disk-blobs.js";
 export { openSqliteRecordStore, SqliteRecordStore, type SqliteRecordStoreOptions } from "./sqlite-records.js";
 export { registerMigration, type Migration } from "./sqlite-migrations.js";
 export { recordTotalMigration } from "./record-totals.js";
-export { EngineUnreachable, redactedUrl } from "./shared-engines.js";
+export { EngineUnreachable } from "./shared-engines.js";
 export { LocalSignals, type Signals } from "./signals.js";
 
 /** The embedded stores of one data directory. */

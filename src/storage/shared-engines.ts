@@ -7,6 +7,7 @@ import type { SearchIndex } from "../engines/search/types.js";
 import type { JobStore } from "../jobs/types.js";
 import type { Migration } from "./sqlite-migrations.js";
 import type { BlobStore, RecordStore } from "./types.js";
+import { redactedUrl } from "../common/redacted-url.js";
 
 /** An engine that cannot be reached (or refuses us) at start-up: main() prints the message alone. */
 export class EngineUnreachable extends Error {}
@@ -24,17 +25,6 @@ const MODULES = {
 
 async function load<T>(name: keyof typeof MODULES): Promise<T> {
   return (await import(MODULES[name])) as T;
-}
-
-/** `url` without its password, for messages and logs. */
-export function redactedUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "****";
-    return u.toString();
-  } catch {
-    return "(unparseable URL)";
-  }
 }
 
 /** The first line of an error's message (drivers sometimes add detail lines). */

@@ -248,3 +248,26 @@ export class DenseCache<Row extends DenseStoreRow> {
     for (const id of [...this.entries.keys()]) this.discard(id);
   }
 }
+
+/**
+ * What an index built on a DenseCache tells about it (tests, benchmarks, /debug): the same for
+ * every index, so each extends this rather than passing the calls through itself.
+ */
+export abstract class DenseCachedIndex<Row extends DenseStoreRow> {
+  protected abstract readonly dense: DenseCache<Row>;
+
+  /** The dense cache of a store, as it stands. */
+  inspect(storeId: string): DenseInfo {
+    return this.dense.inspect(storeId);
+  }
+
+  /** Stores unloaded from memory to keep within the dense cache's bytes. */
+  get denseEvictions(): number {
+    return this.dense.evictions;
+  }
+
+  /** Full loads and change reads of the dense caches so far (an index without a change log catches up by full loads only). */
+  denseReads(): { full: number; delta: number } {
+    return { ...this.dense.reads };
+  }
+}

@@ -16,7 +16,7 @@
  */
 import type Database from "better-sqlite3";
 import type { SqliteRecordStore } from "../../storage/sqlite-records.js";
-import { DenseCache, type DenseInfo, type DenseSource, type VectorRow } from "./dense-cache.js";
+import { DenseCache, DenseCachedIndex, type DenseSource, type VectorRow } from "./dense-cache.js";
 import { FtsTables, ftsTable } from "./fts-tables.js";
 import { removeGraphFile, sweepGraphFiles } from "./hnsw-files.js";
 import { checkSearchQuery, denseOptions, runSearch, searchTuning, type ChunkRow, type SearchIndexOptions, type SearchTuning } from "./hybrid-search.js";
@@ -45,12 +45,12 @@ export interface SqliteSearchOptions extends SearchIndexOptions {
   walCheckpoints?: boolean;
 }
 
-export class SqliteSearchIndex implements SearchIndex {
+export class SqliteSearchIndex extends DenseCachedIndex<StoreRow> implements SearchIndex {
   private readonly indexDir: string | null;
   private readonly tuning: SearchTuning;
   private readonly fts: FtsTables;
   private readonly writes: IndexWrites;
-  private readonly dense: DenseCache<StoreRow>;
+  protected readonly dense: DenseCache<StoreRow>;
   private readonly checkpointer: WalCheckpointer | null;
   private closed = false;
 
@@ -67,6 +67,7 @@ export class SqliteSearchIndex implements SearchIndex {
     private readonly db: Database.Database,
     opts: SqliteSearchOptions = {},
   ) {
+    super();
     const hasTables = db.prepare(`SELECT 1 FROM sqlite_schema WHERE name = 'search_chunks'`).pluck().get();
     if (!hasTables) {
       throw new Error(`search tables missing: use SqliteSearchIndex.fromStore(store), or open the record store with SEARCH_MIGRATION`);
@@ -168,21 +169,6 @@ export class SqliteSearchIndex implements SearchIndex {
   }
 
   // ---- lifecycle and diagnostics ----
-
-  /** The dense cache of a store, as it stands. */
-  inspect(storeId: string): DenseInfo {
-    return this.dense.inspect(storeId);
-  }
-
-  /** Stores unloaded from memory to keep within the dense cache's bytes. */
-  get denseEvictions(): number {
-    return this.dense.evictions;
-  }
-
-  /** Full loads and change reads of the dense caches so far (without a change log, every catch-up is a full load). */
-  denseReads(): { full: number; delta: number } {
-    return { ...this.dense.reads };
-  }
 
   /** The WAL checkpoint worker's record; null when it is off (an in-memory database, or `walCheckpoints: false`). */
   walCheckpoints(): { done: number; busy: boolean; last: CheckpointResult | null; lastError: string | null } | null {

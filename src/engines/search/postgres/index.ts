@@ -10,7 +10,7 @@
  * index's too (../hybrid-search.ts, ../dense-cache.ts, ../writes.ts): the two indexes differ only
  * in where rows live and in the lexical ranking function (ts_rank / RUM's distance instead of BM25).
  */
-import { DenseCache, type DenseInfo } from "../dense-cache.js";
+import { DenseCache, DenseCachedIndex } from "../dense-cache.js";
 import { checkSearchQuery, denseOptions, runSearch, searchTuning, type ChunkRow, type SearchIndexOptions, type SearchTuning } from "../hybrid-search.js";
 import type { Attributes, ChunkInput, IndexStats, SearchHit, SearchIndex, SearchQuery } from "../types.js";
 import type { Committed } from "../writes.js";
@@ -31,9 +31,9 @@ export interface PostgresSearchOptions extends SearchIndexOptions {
   changeLogKeep?: number;
 }
 
-export class PostgresSearchIndex implements SearchIndex {
+export class PostgresSearchIndex extends DenseCachedIndex<PgStoreRow> implements SearchIndex {
   private readonly writes: PgIndexWrites;
-  private readonly dense: DenseCache<PgStoreRow>;
+  protected readonly dense: DenseCache<PgStoreRow>;
   private readonly tuning: SearchTuning;
 
   private schema: Promise<TextIndexKind> | undefined;
@@ -52,6 +52,7 @@ export class PostgresSearchIndex implements SearchIndex {
     private readonly store: PgStore,
     opts: PostgresSearchOptions,
   ) {
+    super();
     this.textIndexOption = opts.textIndex ?? "auto";
     this.ready().catch(() => {}); // reported to the first call that needs the schema
     this.writes = new PgIndexWrites((f) => store.transaction(f), opts.changeLogKeep);
@@ -142,21 +143,6 @@ export class PostgresSearchIndex implements SearchIndex {
   }
 
   // ---- lifecycle and diagnostics ----
-
-  /** The dense cache of a store, as it stands. */
-  inspect(storeId: string): DenseInfo {
-    return this.dense.inspect(storeId);
-  }
-
-  /** Stores unloaded from memory to keep within the dense cache's bytes. */
-  get denseEvictions(): number {
-    return this.dense.evictions;
-  }
-
-  /** Full loads and delta reads of the dense caches so far. */
-  denseReads(): { full: number; delta: number } {
-    return { ...this.dense.reads };
-  }
 
   /** Loads a store's dense cache now and waits for background graph work (tests, benchmarks, warm-up). */
   async settle(storeId?: string): Promise<void> {
