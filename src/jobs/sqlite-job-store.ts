@@ -15,6 +15,7 @@ import type Database from "better-sqlite3";
 import type { SqliteRecordStore } from "../storage/sqlite-records.js";
 import { VersionConflict, type WriteOp } from "../storage/types.js";
 import type { ClaimResult, Job, JobState, JobStore, LeaseStatus, NewJob, RunEnding } from "./types.js";
+import { BOUND_LIMIT } from "../common/sqlite.js";
 
 const MIGRATION_ID = "jobs/0001_jobs";
 const MIGRATION_SQL = `
@@ -261,7 +262,7 @@ export class SqliteJobStore implements JobStore {
     this.sAck = db.prepare(`UPDATE jobs SET notify_pending = 0 WHERE id = ?`);
     this.sPurge = db.prepare(
       `DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs WHERE finished_at IS NOT NULL AND finished_at < ?
-                                        AND notify_pending = 0 LIMIT ?)`,
+                                        AND notify_pending = 0 ${BOUND_LIMIT})`,
     );
 
     this.txEnqueue = db.transaction((jobs: NewJob[], now: number) => jobs.map((j) => this.insertOne(j, now)));

@@ -20,6 +20,7 @@ import {
 import { mutateRecord } from "./mutate.js";
 import { presentIds } from "./sqlite-present.js";
 import { CORE_MIGRATIONS, registeredMigrations, type Migration } from "./sqlite-migrations.js";
+import { BOUND_LIMIT } from "../common/sqlite.js";
 
 export { CursorNotFound, DuplicateRecord, VersionConflict } from "./types.js";
 
@@ -148,7 +149,7 @@ export class SqliteRecordStore implements RecordStore {
     this.sExpired = db.prepare(
       `SELECT ${COLS}, kind FROM records
        WHERE expires_at IS NOT NULL AND expires_at <= ?
-       ORDER BY expires_at, seq LIMIT ?`,
+       ORDER BY expires_at, seq ${BOUND_LIMIT}`,
     ).raw();
     this.sTotal = db.prepare(`SELECT total FROM record_totals WHERE project_id = ? AND name = ?`).pluck();
     this.sGetMeta = db.prepare(`SELECT value FROM meta WHERE key = ?`).pluck();
@@ -358,7 +359,7 @@ export class SqliteRecordStore implements RecordStore {
           ` AND ${LIVE}` +
           (lo ? " AND (created_at, seq) > (?, ?)" : "") +
           (hi ? " AND (created_at, seq) < (?, ?)" : "") +
-          ` ORDER BY created_at ${dir}, seq ${dir} LIMIT ?`,
+          ` ORDER BY created_at ${dir}, seq ${dir} ${BOUND_LIMIT}`,
       ).raw();
       this.listStmts.set(key, stmt);
     }

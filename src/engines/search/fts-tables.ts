@@ -10,6 +10,7 @@
  * a level's segments at once) stays as the backstop, at 64 segments instead of 16.
  */
 import type Database from "better-sqlite3";
+import { BOUND_LIMIT } from "../../common/sqlite.js";
 
 /** The FTS5 table of one store. */
 export const ftsTable = (ord: number) => `search_fts_${ord}`;
@@ -60,9 +61,9 @@ export class FtsTables {
       st = {
         insert: this.db.prepare(`INSERT INTO ${t} (rowid, text) VALUES (?, ?)`),
         remove: this.db.prepare(`DELETE FROM ${t} WHERE rowid = ?`),
-        count: this.db.prepare(`SELECT count(*) FROM (SELECT rowid FROM ${t} WHERE ${t} MATCH ? LIMIT ?)`).pluck(),
+        count: this.db.prepare(`SELECT count(*) FROM (SELECT rowid FROM ${t} WHERE ${t} MATCH ? ${BOUND_LIMIT})`).pluck(),
         // bm25() is negative, best first ascending; ties by rowid (insertion order).
-        search: this.db.prepare(`SELECT rowid FROM ${t} WHERE ${t} MATCH ? ORDER BY bm25(${t}), rowid LIMIT ?`).pluck(),
+        search: this.db.prepare(`SELECT rowid FROM ${t} WHERE ${t} MATCH ? ORDER BY bm25(${t}), rowid ${BOUND_LIMIT}`).pluck(),
         merge: this.db.prepare(`INSERT INTO ${t} (${t}, rank) VALUES ('merge', ?)`),
       };
       if (this.statements.size >= CACHED_TABLES) this.statements.delete(this.statements.keys().next().value!);

@@ -27,6 +27,7 @@ import { IndexWrites, type Committed } from "./sqlite-writes.js";
 import { ftsExpression, queryTerms } from "./text.js";
 import type { Attributes, ChunkInput, Filter, IndexStats, SearchHit, SearchIndex, SearchQuery } from "./types.js";
 import { WalCheckpointer, type CheckpointResult } from "./wal-checkpointer.js";
+import { BOUND_LIMIT } from "../../common/sqlite.js";
 
 export type { DenseInfo } from "./dense-cache.js";
 export { denseCacheBytesFromEnv } from "./dense-cache.js";
@@ -162,7 +163,7 @@ export class SqliteSearchIndex extends DenseCachedIndex<StoreRow> implements Sea
     return this.db
       .prepare(
         `SELECT ${t}.rowid FROM ${t} JOIN search_chunks c ON c.id = ${t}.rowid
-         WHERE ${t} MATCH ? AND ${cond} ORDER BY bm25(${t}), ${t}.rowid LIMIT ?`,
+         WHERE ${t} MATCH ? AND ${cond} ORDER BY bm25(${t}), ${t}.rowid ${BOUND_LIMIT}`,
       )
       .pluck()
       .all(expr, ...params, depth) as number[];
@@ -204,7 +205,7 @@ export class SqliteSearchIndex extends DenseCachedIndex<StoreRow> implements Sea
 function sqliteDenseSource(db: Database.Database): DenseSource<StoreRow> {
   const sPage = db.prepare(
     `SELECT c.id, c.file_id, v.vector FROM search_chunks c JOIN search_vectors v ON v.id = c.id
-     WHERE c.store_id = (SELECT store_id FROM search_stores WHERE ord = ?) AND c.id > ? ORDER BY c.id LIMIT ?`,
+     WHERE c.store_id = (SELECT store_id FROM search_stores WHERE ord = ?) AND c.id > ? ORDER BY c.id ${BOUND_LIMIT}`,
   ).raw();
   return {
     pagesReadAtOnce: true,
