@@ -29,7 +29,7 @@ export default defineConfig({
     // core keep the cores busy (the whole suite in 10.5 min on 2 cores, against 25.5 min with
     // vitest's default of cores - 1, one file at a time there). At most 4, so that the scaled
     // suites' servers stay well within the private PostgreSQL's connections and the memory.
-    maxWorkers: Math.min(4, Math.max(2, availableParallelism() * 2)),
+    maxWorkers: Math.min(4, availableParallelism() * 2),
     reporters: ["default", "./test/shared/summary-reporter.ts"],
     projects: [
       { extends: true, test: { name: "embedded", include: ["test/**/*.test.ts"] } },

@@ -19,7 +19,6 @@ export interface EnginesConfig {
 export const DEFAULT_DATABASE_POOL_SIZE = 10;
 export const DEFAULT_REDIS_KEY_PREFIX = "atrium:";
 
-/** `raw` with any password replaced, for messages. */
 function parseUrl(name: string, raw: string, shape: string): URL {
   try {
     return new URL(raw);

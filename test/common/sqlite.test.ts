@@ -1,14 +1,11 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { BOUND_LIMIT } from "../../src/common/sqlite.js";
+import { filesUnder } from "../shared/rest.js";
 
 const SRC = join(import.meta.dirname, "../../src");
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : []));
-}
 
 describe("BOUND_LIMIT", () => {
   it("limits as LIMIT does, for every bound value", () => {
@@ -22,10 +19,9 @@ describe("BOUND_LIMIT", () => {
   });
 
   it("is what the SQLite stores use: no statement outside the PostgreSQL engines binds a bare LIMIT ?", () => {
-    const bare = sourceFiles(SRC)
-      .filter((f) => !relative(SRC, f).split("/").includes("postgres") && relative(SRC, f) !== "common/sqlite.ts")
-      .filter((f) => /LIMIT \?/.test(readFileSync(f, "utf8")))
-      .map((f) => relative(SRC, f));
+    const bare = filesUnder(SRC)
+      .filter((f) => f.endsWith(".ts") && !f.split("/").includes("postgres") && f !== "common/sqlite.ts")
+      .filter((f) => /LIMIT \?/.test(readFileSync(join(SRC, f), "utf8")));
     expect(bare).toEqual([]);
   });
 });
