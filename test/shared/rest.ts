@@ -198,3 +198,42 @@ export function generatedMultipart(opts: {
   });
   return { contentType: `multipart/form-data; boundary=${boundary}`, stream, length: head.length + opts.size + tail.length };
 }
+
+/**
+ * That the official SDK, refused with 429s, waits before each retry at least the retry-after-ms its
+ * 429 gave, and then gets in (after one or two refusals). `exhaust` spends the allowance, ending on
+ * a 429; `refusals` reads the server's count of those 429s; `call` makes the SDK call (retries on)
+ * through the given fetch and checks its answer. On a busy machine the allowance can refill
+ * between `exhaust` and the call, which is then admitted at once: the set-up runs again, up to 5 times.
+ */
+export async function expectRetriesAsTold(opts: {
+  exhaust: () => Promise<unknown>;
+  refusals: () => Promise<number>;
+  call: (fetch: typeof globalThis.fetch) => Promise<unknown>;
+}): Promise<void> {
+  let seen: Array<{ at: number; status: number; retryAfterMs: number }> = [];
+  const recording: typeof globalThis.fetch = async (input, init) => {
+    const at = performance.now();
+    const res = await fetch(input, init);
+    seen.push({ at, status: res.status, retryAfterMs: Number(res.headers.get("retry-after-ms")) });
+    return res;
+  };
+  for (let attempt = 0; attempt < 5; attempt++) {
+    // Read the counter first: a /metrics scrape on a loaded machine can take longer than a refill,
+    // and must not sit between emptying the allowance and the SDK's call.
+    const before = await opts.refusals();
+    await opts.exhaust();
+    seen = [];
+    await opts.call(recording);
+    const refused = (await opts.refusals()) - before - 1;
+    expect(seen.map((x) => x.status)).toEqual([...Array(refused).fill(429), 200]);
+    if (refused === 0) continue;
+    expect(refused).toBeLessThanOrEqual(2);
+    for (let i = 0; i < refused; i++) {
+      expect(seen[i]!.retryAfterMs).toBeGreaterThan(0);
+      expect(seen[i + 1]!.at - seen[i]!.at).toBeGreaterThanOrEqual(seen[i]!.retryAfterMs - 1);
+    }
+    return;
+  }
+  expect.fail("the SDK's call was never refused: the allowance refilled before it every time");
+}
