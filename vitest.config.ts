@@ -1,4 +1,3 @@
-import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 // The official-SDK suite of every area, run a second time on the scaled set-up (docs/scale-out.md,
@@ -25,11 +24,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
-    // Most suites wait on child servers, engines and timers rather than compute: two test files per
-    // core keep the cores busy (the whole suite in 10.5 min on 2 cores, against 25.5 min with
-    // vitest's default of cores - 1, one file at a time there). At most 4, so that the scaled
-    // suites' servers stay well within the private PostgreSQL's connections and the memory.
-    maxWorkers: Math.min(4, availableParallelism() * 2),
     reporters: ["default", "./test/shared/summary-reporter.ts"],
     projects: [
       { extends: true, test: { name: "embedded", include: ["test/**/*.test.ts"] } },
