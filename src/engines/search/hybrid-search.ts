@@ -65,7 +65,8 @@ const MAX_LIMIT = 1000;
 /** A query checked before anything is read: its mode and its unit-length query vectors. */
 export interface CheckedQuery {
   mode: SearchMode;
-  queries: Float32Array[];
+  /** Empty in lexical mode; pending while the query is being embedded (it rejects when the embedding fails or is malformed). */
+  queries: Promise<Float32Array[]>;
 }
 
 export function checkSearchQuery(q: SearchQuery): CheckedQuery {
@@ -74,10 +75,15 @@ export function checkSearchQuery(q: SearchQuery): CheckedQuery {
   if (!Array.isArray(text) || text.length === 0 || text.length > MAX_QUERIES || text.some((t) => typeof t !== "string")) {
     throw new TypeError(`text must be 1..${MAX_QUERIES} strings`);
   }
-  if (q.vector && q.vector.length !== text.length) throw new RangeError(`vector must hold one embedding per text (${text.length})`);
   if (q.mode === "dense" && !q.vector) throw new TypeError(`mode "dense" needs query vectors`);
   const mode: SearchMode = q.vector ? (q.mode ?? "hybrid") : "lexical";
-  const queries = mode !== "lexical" ? q.vector!.map((v, i) => normalised(v, `vector[${i}]`)) : [];
+  const vectorsChecked = (vectors: Float32Array[]) => {
+    if (vectors.length !== text.length) throw new RangeError(`vector must hold one embedding per text (${text.length})`);
+    return mode !== "lexical" ? vectors.map((v, i) => normalised(v, `vector[${i}]`)) : [];
+  };
+  if (!(q.vector instanceof Promise)) return { mode, queries: Promise.resolve(q.vector ? vectorsChecked(q.vector) : []) };
+  const queries = q.vector.then(vectorsChecked);
+  queries.catch(() => {}); // awaited by the search; a search that ends before (no such store) leaves it unread
   return { mode, queries };
 }
 
@@ -106,13 +112,14 @@ export interface StoreRetrievers {
 }
 
 export async function runSearch(q: SearchQuery, checked: CheckedQuery, store: StoreRetrievers, tuning: SearchTuning): Promise<SearchHit[]> {
-  const { mode, queries } = checked;
+  const { mode } = checked;
   const depth = Math.max(q.limit, Math.floor(tuning.candidates(q.limit)));
 
+  // The lexical lists start first: they need no query vector, so they run while it is computed.
   const lexical =
     mode === "dense" ? Promise.resolve([]) : Promise.all(q.text.map((t) => store.lexical(t, q.filter, depth, mode === "lexical")));
   lexical.catch(() => {}); // awaited below; never an unhandled rejection while the dense side runs
-  const dense = mode !== "lexical" ? await store.dense() : null;
+  const [dense, queries] = await Promise.all([mode !== "lexical" ? store.dense() : null, checked.queries]);
   const denseLists: DenseHit[][] = [];
   if (dense && dense.size > 0) {
     const allow = q.filter ? dense.allow(await store.allowedFiles(q.filter)) : undefined;

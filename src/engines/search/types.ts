@@ -53,8 +53,11 @@ export const MAX_QUERIES = 20;
 export interface SearchQuery {
   /** One to MAX_QUERIES queries; hits of all of them are merged. */
   text: string[];
-  /** One embedding per entry of `text` (same order), for the dense retriever. */
-  vector?: Float32Array[];
+  /**
+   * One embedding per entry of `text` (same order), for the dense retriever; or a promise of them,
+   * so that the lexical retriever runs while the query is being embedded.
+   */
+  vector?: Float32Array[] | Promise<Float32Array[]>;
   /** Maximum number of hits, 1..1000 (the API allows 1..50). */
   limit: number;
   filter?: Filter;

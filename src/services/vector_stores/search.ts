@@ -30,7 +30,8 @@ export async function searchStore(
   const queries = p.rewrite ? p.queries.map((q) => rewriteQuery(q) || q) : p.queries;
   // Dense retrieval needs the query embedded by the store's own embedder.
   const current = deps.dense();
-  let vectors: Float32Array[] | undefined;
+  // Pending while the index starts its lexical side (it needs no vector).
+  let vectors: Promise<Float32Array[]> | undefined;
   if (store.data.embedder && current) {
     const setup = storeSetup(store.data.embedder, current);
     if (!setup)
@@ -40,7 +41,7 @@ export async function searchStore(
           `whose vectors are not comparable. Re-index the store (detach and attach its files again) or search with a server configured like the one that indexed it.`,
         { param: "vector_store_id", code: "embedder_mismatch" },
       );
-    vectors = await embedQueries(setup, queries, scope, signal);
+    vectors = embedQueries(setup, queries, scope, signal);
   }
   // `none` skips the fusion re-ranking: the dense ranking alone (BM25 alone without vectors).
   const mode = vectors ? (p.ranker === "none" ? "dense" : "hybrid") : "lexical";

@@ -525,6 +525,19 @@ describe.each(ENGINES)("$name: scores", (engine) => {
     expect(await index.search("vs_s", { ...q, scoreThreshold: 0 })).toEqual(all);
   });
 
+  it("query vectors given as a promise: the same hits; a failed or malformed one fails the search", async () => {
+    const text = ["quantum particles", "pasta"];
+    for (const mode of ["hybrid", "dense"] as const) {
+      const given = await index.search("vs_s", { text, vector: text.map(embed), limit: 20, mode });
+      expect(given.length).toBeGreaterThan(0);
+      expect(await index.search("vs_s", { text, vector: Promise.resolve(text.map(embed)), limit: 20, mode })).toEqual(given);
+    }
+    const down = new Error("the encoder is down");
+    await expect(index.search("vs_s", { text, vector: Promise.reject(down), limit: 20 })).rejects.toBe(down);
+    await expect(index.search("vs_s", { text, vector: Promise.resolve([embed("pasta")]), limit: 20 })).rejects.toThrow(/one embedding per text/);
+    await expect(index.search("vs_s", { text, vector: [embed("pasta")], limit: 20 })).rejects.toThrow(/one embedding per text/);
+  });
+
   it("the limit caps the hits", async () => {
     expect(await index.search("vs_s", { text: ["Atrium"], vector: [embed("Atrium")], limit: 3 })).toHaveLength(3);
     expect(await index.search("vs_unknown", { text: ["Atrium"], limit: 3 })).toEqual([]);
