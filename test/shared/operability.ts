@@ -4,7 +4,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import type { ApiArea } from "../../src/services/area.js";
-import { freePort } from "./ports.js";
+import { freePort, waitReady } from "./ports.js";
 import { startTestServer, type TestServer } from "./server.js";
 
 /**
@@ -35,20 +35,27 @@ export async function startRedis(): Promise<RedisProcess> {
   const port = await freePort();
   const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
   // Generous: on a loaded machine (a CI run with other engines starting) it can take a while.
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
+  const pong = () =>
+    new Promise<boolean>((resolve) => {
       const c = net.connect(port, "127.0.0.1");
       c.once("connect", () => c.end("PING\r\n"));
       c.once("data", (d) => resolve(d.toString().startsWith("+PONG")));
       c.once("error", () => resolve(false));
       c.once("close", () => resolve(false));
     });
-    if (ok) break;
-    if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode}`);
-    if (Date.now() > deadline) throw new Error("redis-server did not start");
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  // A server that never answered is stopped, not left behind.
+  await waitReady(
+    async () => {
+      if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode}`);
+      return pong();
+    },
+    30_000,
+    () => `redis-server did not answer PING on port ${port} within 30 s`,
+    50,
+  ).catch((e: unknown) => {
+    proc.kill("SIGKILL");
+    throw e;
+  });
   return {
     url: `redis://127.0.0.1:${port}`,
     port,

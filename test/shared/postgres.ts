@@ -2,11 +2,12 @@
 // already runs one), otherwise a private throwaway cluster started here on a free port with
 // fsync off (up in well under a second) and stopped by its PID when the test process exits. Each
 // caller gets databases of its own, so test files and servers never see each other's rows.
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import { runCommand } from "./commands.js";
 import { freePort } from "./ports.js";
 
 export const POSTGRES_INSTALL_HINT = "PostgreSQL 15 is not installed: `apt-get install -y postgresql-15` (.ci/run installs it), or set ATRIUM_TEST_DATABASE_URL";
@@ -50,12 +51,12 @@ async function startPrivateCluster(): Promise<string> {
     chmodSync(dir, 0o700);
   }
   const [initCmd, initArgs] = asServerUser(join(bin, "initdb"), ["-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]);
-  const init = spawnSync(initCmd, initArgs, { encoding: "utf8" });
+  const init = await runCommand(initCmd, initArgs);
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr || init.stdout}`);
   const port = await freePort();
   const settings = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", `port=${port}`, "-c", "listen_addresses=127.0.0.1", "-c", `unix_socket_directories=${dir}`, "-c", "max_connections=300", "-c", "shared_buffers=64MB"];
   const [ctlCmd, ctlArgs] = asServerUser(join(bin, "pg_ctl"), ["-D", data, "-w", "-t", "60", "-l", join(dir, "log"), "-o", settings.map((s) => (s === "-c" ? s : `'${s}'`)).join(" "), "start"]);
-  const start = spawnSync(ctlCmd, ctlArgs, { encoding: "utf8" });
+  const start = await runCommand(ctlCmd, ctlArgs);
   if (start.status !== 0) throw new Error(`pg_ctl start failed: ${start.stderr || start.stdout}\n${existsSync(join(dir, "log")) ? readFileSync(join(dir, "log"), "utf8") : ""}`);
   const pid = Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]);
   // A fast shutdown by PID once this test process is gone, however it ends (a test runner may end

@@ -11,7 +11,8 @@ import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
-import { freePort } from "./ports.js";
+import { runCommand } from "./commands.js";
+import { freePort, waitReady } from "./ports.js";
 
 export const SWIFT_INSTALL_HINT =
   "OpenStack Swift is not installed: `apt-get install -y swift swift-proxy swift-object swift-container swift-account memcached` (.ci/run installs them)";
@@ -65,7 +66,10 @@ use = egg:swift#${kind}
 `;
 }
 
-// workers = 1: with workers = 0, CreateBucket answers 500 although the bucket is made.
+// workers = 1: with workers = 0, CreateBucket answers 500 although the bucket is made. The
+// timeouts towards the storage servers are Swift's defaults ×10 (conn_timeout 0.5 s, node_timeout
+// 10 s): with several test files at a time on two cores a storage server can take longer than
+// 0.5 s to accept, and the proxy then answers as if the account or container were missing (404).
 function proxyConf(port: number, memcachePort: number, dir: string): string {
   return `[DEFAULT]
 bind_ip = 127.0.0.1
@@ -81,6 +85,9 @@ pipeline = catch_errors gatekeeper healthcheck proxy-logging cache listing_forma
 [app:proxy-server]
 use = egg:swift#proxy
 account_autocreate = true
+conn_timeout = 5
+node_timeout = 100
+client_timeout = 120
 
 [filter:catch_errors]
 use = egg:swift#catch_errors
@@ -119,14 +126,17 @@ async function startSwift(): Promise<{ endpoint: string }> {
   const dir = mkdtempSync(join(tmpdir(), "atrium-swift-"));
   mkdirSync(join(dir, "node", "d1"), { recursive: true });
   const [account, container, object, proxy, memcache] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
-  for (const [kind, port] of [["account", account], ["container", container], ["object", object]] as const) {
-    const builder = join(dir, `${kind}.builder`);
-    for (const args of [["create", "6", "1", "1"], ["add", `r1z1-127.0.0.1:${port}/d1`, "100"], ["rebalance"]]) {
-      const r = spawnSync("/usr/bin/swift-ring-builder", [builder, ...args], { encoding: "utf8" });
-      if (r.status !== 0 && !(args[0] === "rebalance" && r.status === 1)) throw new Error(`swift-ring-builder ${args.join(" ")}: ${r.stderr || r.stdout}`);
-    }
-    writeFileSync(join(dir, `${kind}-server.conf`), serverConf(kind, port, dir));
-  }
+  // The three rings are independent: built side by side.
+  await Promise.all(
+    ([["account", account], ["container", container], ["object", object]] as const).map(async ([kind, port]) => {
+      const builder = join(dir, `${kind}.builder`);
+      for (const args of [["create", "6", "1", "1"], ["add", `r1z1-127.0.0.1:${port}/d1`, "100"], ["rebalance"]]) {
+        const r = await runCommand("/usr/bin/swift-ring-builder", [builder, ...args]);
+        if (r.status !== 0 && !(args[0] === "rebalance" && r.status === 1)) throw new Error(`swift-ring-builder ${args.join(" ")}: ${r.stderr || r.stdout}`);
+      }
+      writeFileSync(join(dir, `${kind}-server.conf`), serverConf(kind, port, dir));
+    }),
+  );
   writeFileSync(join(dir, "proxy-server.conf"), proxyConf(proxy, memcache, dir));
   if (process.getuid?.() === 0) {
     const uid = Number(execFileSync("id", ["-u", "swift"], { encoding: "utf8" }).trim());
@@ -149,18 +159,12 @@ async function startSwift(): Promise<{ endpoint: string }> {
   );
   watcher.unref();
   // Python's start-up is slow on a busy machine: wait for every port, then for the proxy's health.
-  const deadline = Date.now() + 60_000;
   for (const port of [memcache, account, container, object, proxy]) {
-    while (!(await listening(port))) {
-      if (Date.now() > deadline) throw new Error(`Swift did not start: port ${port} is not listening (folder ${dir})`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitReady(() => listening(port), 60_000, () => `Swift did not start: port ${port} is not listening (folder ${dir})`);
   }
   const endpoint = `http://127.0.0.1:${proxy}`;
-  while ((await fetch(`${endpoint}/healthcheck`).then((r) => r.status).catch(() => 0)) !== 200) {
-    if (Date.now() > deadline) throw new Error(`Swift's proxy at ${endpoint} is not healthy`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const healthy = () => fetch(`${endpoint}/healthcheck`).then((r) => r.status === 200, () => false);
+  await waitReady(healthy, 60_000, () => `Swift's proxy at ${endpoint} is not healthy`);
   return { endpoint };
 }
 
@@ -177,6 +181,19 @@ export function testSwift(): Promise<TestSwift> {
     const region = "us-east-1";
     const client = () => new S3Client({ endpoint, region, forcePathStyle: true, credentials: creds });
     const admin = client();
+    // The first bucket also makes the account (account_autocreate); made here, before any test's
+    // set-up, and again until it is there, so no test's first call depends on it.
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      try {
+        await admin.send(new CreateBucketCommand({ Bucket: `atrium-warm-up-${process.pid}` }));
+        break;
+      } catch (e) {
+        if ((e as Error).name === "BucketAlreadyOwnedByYou") break; // an earlier try made it
+        if (Date.now() > deadline) throw new Error(`Swift at ${endpoint} does not create buckets: ${(e as Error).message}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
     let n = 0;
     return {
       endpoint,
