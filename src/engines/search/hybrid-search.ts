@@ -62,7 +62,7 @@ export function denseOptions(opts: SearchIndexOptions, indexDir: string | null):
 
 const MAX_LIMIT = 1000;
 
-/** A query checked before anything is read: its mode and its unit-length query vectors. */
+/** A query checked before anything is read: its mode, and its unit-length query vectors (promised ones are checked when they arrive). */
 export interface CheckedQuery {
   mode: SearchMode;
   /** Empty in lexical mode; pending while the query is being embedded (it rejects when the embedding fails or is malformed). */
@@ -70,6 +70,8 @@ export interface CheckedQuery {
 }
 
 export function checkSearchQuery(q: SearchQuery): CheckedQuery {
+  // A query refused below never reads its promised vectors: their failure must not go unhandled.
+  if (q.vector instanceof Promise) q.vector.catch(() => {});
   const { limit, text } = q;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`limit must be an integer in 1..${MAX_LIMIT}`);
   if (!Array.isArray(text) || text.length === 0 || text.length > MAX_QUERIES || text.some((t) => typeof t !== "string")) {

@@ -30,7 +30,10 @@ export async function searchStore(
   const queries = p.rewrite ? p.queries.map((q) => rewriteQuery(q) || q) : p.queries;
   // Dense retrieval needs the query embedded by the store's own embedder.
   const current = deps.dense();
-  // Pending while the index starts its lexical side (it needs no vector).
+  // Pending while the index starts its lexical side (it needs no vector). An embedding the search
+  // ends without (a store with nothing indexed yet, an index error) is stopped with it.
+  const stopEmbedding = new AbortController();
+  const embedSignal = signal ? AbortSignal.any([signal, stopEmbedding.signal]) : stopEmbedding.signal;
   let vectors: Promise<Float32Array[]> | undefined;
   if (store.data.embedder && current) {
     const setup = storeSetup(store.data.embedder, current);
@@ -41,18 +44,13 @@ export async function searchStore(
           `whose vectors are not comparable. Re-index the store (detach and attach its files again) or search with a server configured like the one that indexed it.`,
         { param: "vector_store_id", code: "embedder_mismatch" },
       );
-    vectors = embedQueries(setup, queries, scope, signal);
+    vectors = embedQueries(setup, queries, scope, embedSignal);
   }
   // `none` skips the fusion re-ranking: the dense ranking alone (BM25 alone without vectors).
   const mode = vectors ? (p.ranker === "none" ? "dense" : "hybrid") : "lexical";
-  const hits = await deps.index.search(storeId, {
-    text: queries,
-    vector: vectors,
-    limit: p.maxResults,
-    filter: p.filter,
-    scoreThreshold: p.scoreThreshold,
-    mode,
-  });
+  const hits = await deps.index
+    .search(storeId, { text: queries, vector: vectors, limit: p.maxResults, filter: p.filter, scoreThreshold: p.scoreThreshold, mode })
+    .finally(() => stopEmbedding.abort());
   // Name and attributes as the file's record has them (null attributes stay null).
   const files = new Map<string, VsFileRecord | undefined>();
   for (const h of hits) if (!files.has(h.fileId)) files.set(h.fileId, (await deps.vectorStores.findFile(scope, storeId, h.fileId))?.data);

@@ -24,8 +24,9 @@ describe("runSearch", () => {
     const q: SearchQuery = { text: ["chunk"], vector: new Promise((r) => (resolveVectors = r)), limit: 3, mode: "hybrid" };
     // The vectors arrive only once the lexical side has been asked: waiting for them first would never end.
     const search = runSearch(q, checkSearchQuery(q), retrievers(() => resolveVectors([new Float32Array([1, 0])])), searchTuning({}));
-    const never = new Promise((_, reject) => setTimeout(() => reject(new Error("runSearch waited for the vectors before the lexical lists")), 2000));
-    const hits = (await Promise.race([search, never])) as Awaited<typeof search>;
+    let timer: NodeJS.Timeout | undefined;
+    const never = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("runSearch waited for the vectors before the lexical lists")), 2000)));
+    const hits = (await Promise.race([search, never]).finally(() => clearTimeout(timer))) as Awaited<typeof search>;
     expect(hits.map((h) => h.chunkId)).toEqual(["c2", "c0", "c1"]);
   });
 
@@ -35,5 +36,13 @@ describe("runSearch", () => {
     const q: SearchQuery = { text: ["chunk"], vector: Promise.reject(down), limit: 3 };
     await expect(runSearch(q, checkSearchQuery(q), retrievers(() => asked++), searchTuning({}))).rejects.toBe(down);
     expect(asked).toBe(1);
+  });
+
+  it("a query refused before its vectors arrive leaves no unhandled rejection behind (vitest fails the run on one)", async () => {
+    let rejectVectors!: (e: Error) => void;
+    const q: SearchQuery = { text: ["chunk"], vector: new Promise((_, reject) => (rejectVectors = reject)), limit: 0 };
+    expect(() => checkSearchQuery(q)).toThrow(/limit/);
+    rejectVectors(new Error("the encoder is down"));
+    await new Promise((r) => setTimeout(r, 10));
   });
 });

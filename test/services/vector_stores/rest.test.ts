@@ -331,6 +331,14 @@ describe("search", () => {
     expect(strict.data.every((d) => d.score >= 0.99)).toBe(true);
     expect((await client.vectorStores.search(store.id, { query: "vault combination Kestrel", max_num_results: 1 })).data.length).toBe(1);
   });
+
+  it("a store with no files answers an empty page, every time", async () => {
+    const empty = await client.vectorStores.create({ name: "nothing yet" });
+    for (let i = 0; i < 3; i++) {
+      const r = await json(await api(s.baseURL, `/vector_stores/${empty.id}/search`, { method: "POST", json: { query: `anything at all ${i}` } }));
+      expect(r).toMatchObject({ object: "vector_store.search_results.page", search_query: [`anything at all ${i}`], data: [], has_more: false, next_page: null });
+    }
+  });
 });
 
 describe("search filters: every operator and nested compounds return exactly the matching files", () => {
