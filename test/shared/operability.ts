@@ -4,7 +4,8 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import type { ApiArea } from "../../src/services/area.js";
-import { freePort, waitReady } from "./ports.js";
+import { waitReady } from "./poll.js";
+import { freePort } from "./ports.js";
 import { startTestServer, type TestServer } from "./server.js";
 
 /**
@@ -50,7 +51,7 @@ export async function startRedis(): Promise<RedisProcess> {
       return pong();
     },
     30_000,
-    () => `redis-server did not answer PING on port ${port} within 30 s`,
+    () => `redis-server did not answer PING on port ${port} after 30 s`,
     50,
   ).catch((e: unknown) => {
     proc.kill("SIGKILL");

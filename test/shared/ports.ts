@@ -13,18 +13,3 @@ export function freePort(): Promise<number> {
     });
   });
 }
-
-/**
- * Asks `ready` every `intervalMs` until it says yes. Gives up with `failure()` only when a check
- * begun after `ms` still says no: a check begun earlier does not count, since a busy machine (or a
- * blocked event loop) may have kept the server from answering it.
- */
-export async function waitReady(ready: () => Promise<boolean>, ms: number, failure: () => string, intervalMs = 100): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const begun = Date.now();
-    if (await ready()) return;
-    if (begun > deadline) throw new Error(failure());
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}

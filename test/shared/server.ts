@@ -18,6 +18,7 @@ import { areaConfigSections } from "../../src/services/index.js";
 import type { ApiArea } from "../../src/services/area.js";
 import type { Clock } from "../../src/services/deps.js";
 import type { ExpirySweeper } from "../../src/jobs/expiry.js";
+import { waitReady } from "./poll.js";
 import { startRoundRobinProxy } from "./round-robin.js";
 
 /** ATRIUM_TEST_ENGINES=scaled: test servers are two instances on PostgreSQL, Swift (S3) and Redis. */
@@ -225,16 +226,16 @@ export async function startChildServer(dataDir: string, env: Record<string, stri
     if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGTERM");
     await exited;
   };
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const m = /"url":"(http:\/\/127\.0\.0\.1:(\d+))"/.exec(out);
-    if (m) return { proc, url: m[1], baseURL: `${m[1]}/v1`, port: Number(m[2]), output: () => out, exited, stop };
-    if (proc.exitCode !== null) throw new Error(`server exited early (${proc.exitCode}):\n${out}`);
-    if (Date.now() > deadline) {
-      // Nobody holds it otherwise: stop it rather than leave it running after the test.
-      proc.kill("SIGKILL");
-      throw new Error(`server did not start in time:\n${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const listening = () => /"url":"(http:\/\/127\.0\.0\.1:(\d+))"/.exec(out);
+  const started = async () => {
+    if (!listening() && proc.exitCode !== null) throw new Error(`server exited early (${proc.exitCode}):\n${out}`);
+    return listening() !== null;
+  };
+  // Nobody holds it otherwise: one that did not start is stopped rather than left running after the test.
+  await waitReady(started, 20_000, () => `server did not start in time:\n${out}`, 50).catch((e: unknown) => {
+    proc.kill("SIGKILL");
+    throw e;
+  });
+  const m = listening()!;
+  return { proc, url: m[1]!, baseURL: `${m[1]}/v1`, port: Number(m[2]), output: () => out, exited, stop };
 }

@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { runCommand } from "./commands.js";
-import { freePort, waitReady } from "./ports.js";
+import { waitReady } from "./poll.js";
+import { freePort } from "./ports.js";
 
 export const SWIFT_INSTALL_HINT =
   "OpenStack Swift is not installed: `apt-get install -y swift swift-proxy swift-object swift-container swift-account memcached` (.ci/run installs them)";
@@ -87,7 +88,6 @@ use = egg:swift#proxy
 account_autocreate = true
 conn_timeout = 5
 node_timeout = 100
-client_timeout = 120
 
 [filter:catch_errors]
 use = egg:swift#catch_errors
@@ -158,13 +158,15 @@ async function startSwift(): Promise<{ endpoint: string }> {
     { detached: true, stdio: "ignore" },
   );
   watcher.unref();
-  // Python's start-up is slow on a busy machine: wait for every port, then for the proxy's health.
+  // Python's start-up is slow on a busy machine: every port, then the proxy's health, within one minute.
+  const deadline = Date.now() + 60_000;
+  const left = () => Math.max(0, deadline - Date.now());
   for (const port of [memcache, account, container, object, proxy]) {
-    await waitReady(() => listening(port), 60_000, () => `Swift did not start: port ${port} is not listening (folder ${dir})`);
+    await waitReady(() => listening(port), left(), () => `Swift did not start: port ${port} is not listening (folder ${dir})`);
   }
   const endpoint = `http://127.0.0.1:${proxy}`;
   const healthy = () => fetch(`${endpoint}/healthcheck`).then((r) => r.status === 200, () => false);
-  await waitReady(healthy, 60_000, () => `Swift's proxy at ${endpoint} is not healthy`);
+  await waitReady(healthy, left(), () => `Swift's proxy at ${endpoint} is not healthy`);
   return { endpoint };
 }
 
@@ -183,17 +185,16 @@ export function testSwift(): Promise<TestSwift> {
     const admin = client();
     // The first bucket also makes the account (account_autocreate); made here, before any test's
     // set-up, and again until it is there, so no test's first call depends on it.
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      try {
-        await admin.send(new CreateBucketCommand({ Bucket: `atrium-warm-up-${process.pid}` }));
-        break;
-      } catch (e) {
-        if ((e as Error).name === "BucketAlreadyOwnedByYou") break; // an earlier try made it
-        if (Date.now() > deadline) throw new Error(`Swift at ${endpoint} does not create buckets: ${(e as Error).message}`);
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    }
+    let last: unknown;
+    const made = () =>
+      admin.send(new CreateBucketCommand({ Bucket: `atrium-warm-up-${process.pid}` })).then(
+        () => true,
+        (e: unknown) => {
+          last = e;
+          return (e as Error).name === "BucketAlreadyOwnedByYou"; // an earlier try made it
+        },
+      );
+    await waitReady(made, 60_000, () => `Swift at ${endpoint} does not create buckets: ${(last as Error).message}`, 200);
     let n = 0;
     return {
       endpoint,

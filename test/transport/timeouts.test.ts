@@ -12,6 +12,7 @@ import { makeCert } from "../shared/tls.js";
 import { ConfigError, configFromEnv } from "../../src/config.js";
 import { DEFAULT_CONNECTION_LIMITS } from "../../src/transport/timeouts.js";
 import { filesApi } from "../../src/services/files/index.js";
+import { DEFAULT_PROJECT } from "../../src/auth/bootstrap.js";
 
 const HEADERS_MS = 500;
 const IDLE_MS = 800;
@@ -251,7 +252,7 @@ describe("body progress (issue 22, defect 2)", () => {
   async function uploaded(size: number): Promise<{ id: string; content: Buffer }> {
     const content = Buffer.alloc(size);
     for (let i = 0; i < size; i += 4096) content[i] = i & 0xff;
-    const file = await filesApi(s.deps).createFromBytes({ projectId: "proj_default" }, { filename: "big.bin", purpose: "assistants", bytes: content });
+    const file = await filesApi(s.deps).createFromBytes({ projectId: DEFAULT_PROJECT }, { filename: "big.bin", purpose: "assistants", bytes: content });
     return { id: file.id, content };
   }
 
