@@ -25,11 +25,11 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
-    // One test file per core (vitest's default is cores - 1: one at a time on two cores). Most
-    // suites wait on child servers, engines and timers, so a second file at a time on two cores
-    // takes the whole suite from ~25 to ~17 minutes; four at a time overloads such a machine (each
-    // test process starts its own PostgreSQL, Swift and Redis for the scaled suites) and is slower.
-    maxWorkers: availableParallelism(),
+    // One test file per core, at most four (vitest's default is cores - 1: one at a time on two
+    // cores). Most suites wait on child servers, engines and timers, so a second file at a time on
+    // two cores takes the whole suite from ~25 to ~17 minutes; four at a time overloads such a
+    // machine (each test process starts its own PostgreSQL, Swift and Redis for the scaled suites).
+    maxWorkers: Math.min(4, availableParallelism()),
     reporters: ["default", "./test/shared/summary-reporter.ts"],
     projects: [
       { extends: true, test: { name: "embedded", include: ["test/**/*.test.ts"] } },
