@@ -27,8 +27,7 @@ export default defineConfig({
     pool: "forks",
     // One test file per core, at most four (vitest's default is cores - 1: one at a time on two
     // cores). Most suites wait on child servers, engines and timers, so a second file at a time on
-    // two cores takes the whole suite from ~25 to ~17 minutes; four at a time overloads such a
-    // machine (each test process starts its own PostgreSQL, Swift and Redis for the scaled suites).
+    // two cores nearly halves the whole suite; four at a time overloads such a machine.
     maxWorkers: Math.min(4, availableParallelism()),
     reporters: ["default", "./test/shared/summary-reporter.ts"],
     projects: [

@@ -31,10 +31,13 @@ export interface RedisProcess {
   stop(): Promise<void>;
 }
 
-/** redis-server on a free port, no persistence; resolves once it answers PING. */
-export async function startRedis(): Promise<RedisProcess> {
+/**
+ * redis-server on a free port, no persistence; resolves once it answers PING. `detached` puts it
+ * in a process group of its own, so it outlives this process (its caller stops it).
+ */
+export async function startRedis(opts: { detached?: boolean } = {}): Promise<RedisProcess> {
   const port = await freePort();
-  const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+  const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore", detached: opts.detached });
   // Generous: on a loaded machine (a CI run with other engines starting) it can take a while.
   const pong = () =>
     new Promise<boolean>((resolve) => {

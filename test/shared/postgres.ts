@@ -1,13 +1,15 @@
 // PostgreSQL for tests: the server named by ATRIUM_TEST_DATABASE_URL when it is set (a machine that
 // already runs one), otherwise a private throwaway cluster started here on a free port with
-// fsync off (up in well under a second) and stopped by its PID when the test process exits. Each
-// caller gets databases of its own, so test files and servers never see each other's rows.
+// fsync off (up in well under a second), one per test run (test/shared/per-run.ts), stopped by
+// its PID when the run is over. Each caller gets databases of its own, so test files and servers
+// never see each other's rows.
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { runCommand } from "./commands.js";
+import { onePerRun } from "./per-run.js";
 import { freePort } from "./ports.js";
 
 export const POSTGRES_INSTALL_HINT = "PostgreSQL 15 is not installed: `apt-get install -y postgresql-15` (.ci/run installs it), or set ATRIUM_TEST_DATABASE_URL";
@@ -39,7 +41,7 @@ function asServerUser(cmd: string, args: string[]): [string, string[]] {
 
 let started: Promise<TestPostgres> | undefined;
 
-async function startPrivateCluster(): Promise<string> {
+async function startPrivateCluster(owner: number): Promise<string> {
   const bin = binDir();
   if (!bin) throw new Error(POSTGRES_INSTALL_HINT);
   const dir = mkdtempSync(join(tmpdir(), "atrium-pg-"));
@@ -59,18 +61,18 @@ async function startPrivateCluster(): Promise<string> {
   const start = await runCommand(ctlCmd, ctlArgs);
   if (start.status !== 0) throw new Error(`pg_ctl start failed: ${start.stderr || start.stdout}\n${existsSync(join(dir, "log")) ? readFileSync(join(dir, "log"), "utf8") : ""}`);
   const pid = Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]);
-  // A fast shutdown by PID once this test process is gone, however it ends (a test runner may end
-  // its workers without an 'exit' event): a detached watcher polls for our PID, then stops the
+  // A fast shutdown by PID once the run is gone, however it ends (a test runner may end its
+  // workers without an 'exit' event): a detached watcher polls for the owner's PID, then stops the
   // server and removes its folder.
-  const watcher = spawn("sh", ["-c", `while kill -0 ${process.pid} 2>/dev/null; do sleep 0.5; done; kill -INT ${pid} 2>/dev/null; for i in $(seq 50); do kill -0 ${pid} 2>/dev/null || break; sleep 0.1; done; rm -rf '${dir}'`], { detached: true, stdio: "ignore" });
+  const watcher = spawn("sh", ["-c", `while kill -0 ${owner} 2>/dev/null; do sleep 0.5; done; kill -INT ${pid} 2>/dev/null; for i in $(seq 50); do kill -0 ${pid} 2>/dev/null || break; sleep 0.1; done; rm -rf '${dir}'`], { detached: true, stdio: "ignore" });
   watcher.unref();
   return `postgres://postgres@127.0.0.1:${port}/postgres`;
 }
 
-/** The shared PostgreSQL of this test process (started on first use). */
+/** The shared PostgreSQL of this test run (started on first use). */
 export function testPostgres(): Promise<TestPostgres> {
   started ??= (async () => {
-    const adminUrl = process.env.ATRIUM_TEST_DATABASE_URL || (await startPrivateCluster());
+    const adminUrl = process.env.ATRIUM_TEST_DATABASE_URL || (await onePerRun("postgres", startPrivateCluster));
     let n = 0;
     const admin = async <T>(f: (c: pg.Client) => Promise<T>): Promise<T> => {
       const c = new pg.Client({ connectionString: adminUrl });

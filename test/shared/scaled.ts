@@ -3,7 +3,8 @@
 // test process: ~15 ms instead of running every migration), a fresh Swift bucket through its S3
 // API, and a Redis key prefix of its own. PostgreSQL comes from test/shared/postgres.ts, Swift from
 // test/shared/swift.ts, Redis from ATRIUM_TEST_REDIS_URL or a private redis-server started here on
-// a free port; each is stopped by its PID when the test process is gone.
+// a free port; each engine serves the whole test run (test/shared/per-run.ts) and is stopped by
+// its PID when the run is over.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,6 +13,7 @@ import pg from "pg";
 import { openStorage } from "../../src/storage/index.js";
 import { areas } from "../../src/services/index.js";
 import { startRedis } from "./operability.js";
+import { onePerRun } from "./per-run.js";
 import { testPostgres } from "./postgres.js";
 import { testSwift } from "./swift.js";
 
@@ -27,7 +29,7 @@ export interface ScaledEngines {
   redisKeyPrefix: string;
   /** The environment that points an instance at these engines. */
   env: Record<string, string>;
-  /** Drops the database (the bucket and the Redis keys go with the test process's Swift and Redis). */
+  /** Drops the database (the bucket and the Redis keys go with the run's Swift and Redis). */
   dispose(): Promise<void>;
 }
 
@@ -36,15 +38,15 @@ let template: Promise<string> | undefined;
 let n = 0;
 
 function testRedis(): Promise<string> {
-  redis ??= (async () => {
-    if (process.env.ATRIUM_TEST_REDIS_URL) return process.env.ATRIUM_TEST_REDIS_URL;
-    const r = await startRedis();
-    // Stopped by PID once this test process is gone, however it ends.
-    const pid = r.proc.pid!;
-    spawn("sh", ["-c", `while kill -0 ${process.pid} 2>/dev/null; do sleep 0.5; done; kill ${pid} 2>/dev/null`], { detached: true, stdio: "ignore" }).unref();
-    r.proc.unref();
-    return r.url;
-  })();
+  redis ??= process.env.ATRIUM_TEST_REDIS_URL
+    ? Promise.resolve(process.env.ATRIUM_TEST_REDIS_URL)
+    : onePerRun("redis", async (owner) => {
+        const r = await startRedis({ detached: true });
+        // Stopped by PID once the run is over, however it ends.
+        spawn("sh", ["-c", `while kill -0 ${owner} 2>/dev/null; do sleep 0.5; done; kill ${r.proc.pid} 2>/dev/null`], { detached: true, stdio: "ignore" }).unref();
+        r.proc.unref();
+        return r.url;
+      });
   return redis;
 }
 

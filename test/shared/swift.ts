@@ -3,8 +3,8 @@
 // here privately on free ports in a temp folder: one proxy, one account, container and object
 // server each on one device, tempauth for credentials (memcached holds its tokens). It behaves as
 // S3 does where a fake would not (parts under 5 MiB refused, suffix ranges, UploadPartCopy).
-// One instance per test process, stopped by PID when the process is gone; each caller gets
-// buckets of its own.
+// One instance per test run (test/shared/per-run.ts), stopped by PID when the run is over; each
+// caller gets buckets of its own.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { createConnection } from "node:net";
@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { runCommand } from "./commands.js";
 import { waitReady } from "./poll.js";
+import { onePerRun } from "./per-run.js";
 import { freePort } from "./ports.js";
 
 export const SWIFT_INSTALL_HINT =
@@ -121,7 +122,7 @@ function chownTree(path: string, uid: number, gid: number): void {
   if (statSync(path).isDirectory()) for (const e of readdirSync(path)) chownTree(join(path, e), uid, gid);
 }
 
-async function startSwift(): Promise<{ endpoint: string }> {
+async function startSwift(owner: number): Promise<{ endpoint: string }> {
   if (!hasSwift()) throw new Error(SWIFT_INSTALL_HINT);
   const dir = mkdtempSync(join(tmpdir(), "atrium-swift-"));
   mkdirSync(join(dir, "node", "d1"), { recursive: true });
@@ -154,7 +155,7 @@ async function startSwift(): Promise<{ endpoint: string }> {
   for (const kind of ["account", "container", "object", "proxy"]) start(`/usr/bin/swift-${kind}-server`, [join(dir, `${kind}-server.conf`)]);
   const watcher = spawn(
     "sh",
-    ["-c", `while kill -0 ${process.pid} 2>/dev/null; do sleep 0.5; done; for g in ${groups.join(" ")}; do kill -TERM -$g 2>/dev/null; done; sleep 1; for g in ${groups.join(" ")}; do kill -KILL -$g 2>/dev/null; done; rm -rf '${dir}'`],
+    ["-c", `while kill -0 ${owner} 2>/dev/null; do sleep 0.5; done; for g in ${groups.join(" ")}; do kill -TERM -$g 2>/dev/null; done; sleep 1; for g in ${groups.join(" ")}; do kill -KILL -$g 2>/dev/null; done; rm -rf '${dir}'`],
     { detached: true, stdio: "ignore" },
   );
   watcher.unref();
@@ -167,39 +168,42 @@ async function startSwift(): Promise<{ endpoint: string }> {
   const endpoint = `http://127.0.0.1:${proxy}`;
   const healthy = () => fetch(`${endpoint}/healthcheck`).then((r) => r.status === 200, () => false);
   await waitReady(healthy, left(), () => `Swift's proxy at ${endpoint} is not healthy`);
+  // The first bucket also makes the account (account_autocreate); made here, before any test's
+  // set-up, and again until it is there, so no test's first call depends on it.
+  const admin = new S3Client({ endpoint, region: REGION, forcePathStyle: true, credentials: CREDENTIALS });
+  let last: unknown;
+  const made = () =>
+    admin.send(new CreateBucketCommand({ Bucket: "atrium-warm-up" })).then(
+      () => true,
+      (e: unknown) => {
+        last = e;
+        return (e as Error).name === "BucketAlreadyOwnedByYou"; // an earlier try made it
+      },
+    );
+  await waitReady(made, left(), () => `Swift at ${endpoint} does not create buckets: ${(last as Error).message}`, 200);
+  admin.destroy();
   return { endpoint };
 }
+
+const CREDENTIALS = { accessKeyId: "test:tester", secretAccessKey: "testing" };
+const REGION = "us-east-1";
 
 let started: Promise<TestSwift> | undefined;
 
 // The SDK is pinned to a release that supports Node 20 (as the server does, src/storage/s3-blobs.ts).
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 
-/** The shared Swift of this test process (started on first use, in ~3–5 s). */
+/** The shared Swift of this test run (started on first use, in ~3–7 s). */
 export function testSwift(): Promise<TestSwift> {
   started ??= (async () => {
-    const { endpoint } = await startSwift();
-    const creds = { accessKeyId: "test:tester", secretAccessKey: "testing" };
-    const region = "us-east-1";
-    const client = () => new S3Client({ endpoint, region, forcePathStyle: true, credentials: creds });
+    const { endpoint } = await onePerRun("swift", startSwift);
+    const client = () => new S3Client({ endpoint, region: REGION, forcePathStyle: true, credentials: CREDENTIALS });
     const admin = client();
-    // The first bucket also makes the account (account_autocreate); made here, before any test's
-    // set-up, and again until it is there, so no test's first call depends on it.
-    let last: unknown;
-    const made = () =>
-      admin.send(new CreateBucketCommand({ Bucket: `atrium-warm-up-${process.pid}` })).then(
-        () => true,
-        (e: unknown) => {
-          last = e;
-          return (e as Error).name === "BucketAlreadyOwnedByYou"; // an earlier try made it
-        },
-      );
-    await waitReady(made, 60_000, () => `Swift at ${endpoint} does not create buckets: ${(last as Error).message}`, 200);
     let n = 0;
     return {
       endpoint,
-      region,
-      ...creds,
+      region: REGION,
+      ...CREDENTIALS,
       client,
       async newBucket(prefix = "atrium-test") {
         const name = `${prefix}-${process.pid}-${Date.now().toString(36)}-${n++}`.toLowerCase().replace(/[^a-z0-9-]/g, "-").slice(0, 63);
@@ -210,9 +214,9 @@ export function testSwift(): Promise<TestSwift> {
         return {
           ATRIUM_BLOB_URL: `s3://${bucket}${prefix ? `/${prefix}` : ""}`,
           AWS_ENDPOINT_URL_S3: endpoint,
-          AWS_ACCESS_KEY_ID: creds.accessKeyId,
-          AWS_SECRET_ACCESS_KEY: creds.secretAccessKey,
-          AWS_REGION: region,
+          AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
+          AWS_REGION: REGION,
           ATRIUM_S3_FORCE_PATH_STYLE: "true",
         };
       },
