@@ -1,4 +1,4 @@
-// Writes src/engines/moderation/text/precomputed.ts: the example bank embedded by the local
+// Writes src/engines/moderation/text/precomputed.json: the example bank embedded by the local
 // sentence encoder and the calibration fitted on it, by the same code the text worker runs
 // (text/bank-index.ts). Deterministic: the same bank, encoder and code give the same file.
 //   node --import tsx scripts/moderation-calibration.ts           write the file
@@ -9,9 +9,9 @@ import { LOCAL_EMBEDDING_DIMENSIONS, LOCAL_EMBEDDING_MODEL, LocalSentenceEncoder
 import { BANK } from "../src/engines/moderation/bank/index.js";
 import { calibrateBank, indexBank } from "../src/engines/moderation/text/bank-index.js";
 import { bankKey } from "../src/engines/moderation/text/classifier.js";
-import { precomputedModule } from "../src/engines/moderation/text/precomputed-bank.js";
+import { precomputedJson } from "../src/engines/moderation/text/precomputed-bank.js";
 
-const target = fileURLToPath(new URL("../src/engines/moderation/text/precomputed.ts", import.meta.url));
+const target = fileURLToPath(new URL("../src/engines/moderation/text/precomputed.json", import.meta.url));
 const SLICE = 64;
 
 const encoder = new LocalSentenceEncoder();
@@ -27,7 +27,7 @@ try {
 }
 const key = bankKey();
 const calibration = calibrateBank(indexBank({ key, dim, vectors }));
-const text = precomputedModule({ key, dim, vectors: Buffer.from(vectors.buffer).toString("base64"), calibration });
+const text = precomputedJson({ key, dim, vectors: Buffer.from(vectors.buffer).toString("base64"), calibration });
 if (process.argv.includes("--check")) {
   const same = readFileSync(target, "utf8") === text;
   console.log(same ? `${target} is up to date` : `${target} differs from what this script writes: run it without --check`);

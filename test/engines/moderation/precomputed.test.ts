@@ -1,4 +1,4 @@
-// The committed bank vectors and calibration (src/engines/moderation/text/precomputed.ts): they
+// The committed bank vectors and calibration (src/engines/moderation/text/precomputed.json): they
 // are this bank's, the calibration is what the text worker's code computes from those vectors,
 // the encoder still embeds the bank as they say, and a classifier starts from them without
 // embedding the bank or calibrating.
@@ -11,10 +11,10 @@ import { BANK } from "../../../src/engines/moderation/bank/index.js";
 import { CATEGORIES } from "../../../src/engines/moderation/categories.js";
 import { calibrateBank, indexBank } from "../../../src/engines/moderation/text/bank-index.js";
 import { bankKey, PROBE_MIN_COSINE, TextClassifier } from "../../../src/engines/moderation/text/classifier.js";
-import { PRECOMPUTED } from "../../../src/engines/moderation/text/precomputed.js";
-import { readPrecomputed } from "../../../src/engines/moderation/text/precomputed-bank.js";
+import { committedPrecomputed, readPrecomputed } from "../../../src/engines/moderation/text/precomputed-bank.js";
 
-const REGENERATE = "run `node --import tsx scripts/moderation-calibration.ts` and commit src/engines/moderation/text/precomputed.ts";
+const REGENERATE = "run `node --import tsx scripts/moderation-calibration.ts` and commit src/engines/moderation/text/precomputed.json";
+const PRECOMPUTED = await committedPrecomputed();
 
 describe("precomputed moderation bank", () => {
   it("is this bank's, embedded by this encoder", async () => {

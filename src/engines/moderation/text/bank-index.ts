@@ -1,6 +1,6 @@
 // The bank as the scorer reads it (vectors, labels, benign marks), and its calibration. Shared by
 // the text worker and scripts/moderation-calibration.ts, so the committed calibration
-// (precomputed.ts) is computed by exactly the code a worker would run.
+// (precomputed.json) is computed by exactly the code a worker would run.
 import { BANK } from "../bank/index.js";
 import { calibrate, type Calibration } from "../calibrate.js";
 import { CATEGORIES, CATEGORY_COUNT } from "../categories.js";

@@ -42,7 +42,7 @@ export interface TextClassifierOptions {
   encoder: () => EmbeddingsProvider;
   /** Where the bank's vectors and calibration are kept between starts (none: recomputed each start). */
   cacheDir?: string;
-  /** Use the committed vectors and calibration (precomputed.ts) when they apply; default true. */
+  /** Use the committed vectors and calibration (precomputed.json) when they apply; default true. */
   precomputed?: boolean;
 }
 
@@ -118,7 +118,7 @@ export class TextClassifier {
     const started = performance.now();
     const key = bankKey();
     const dim = LOCAL_EMBEDDING_DIMENSIONS;
-    // The committed vectors and calibration (precomputed.ts) when they are this bank's and this
+    // The committed vectors and calibration (precomputed.json) when they are this bank's and this
     // encoder still embeds as they say: the first request then waits only for the encoder and the
     // text worker to start, which start together.
     const precomputed = this.opts.precomputed === false ? undefined : await readPrecomputed(key, dim);
