@@ -73,19 +73,30 @@ const S = {
   getForUpdate: stmt("get_for_update", `SELECT ${COLS} FROM jobs WHERE id = $1 FOR UPDATE`),
   notify: stmt("notify", `SELECT pg_notify('${CHANNEL}', $1)`),
   notifyMany: stmt("notify_many", `SELECT pg_notify('${CHANNEL}', e) FROM unnest($1::text[]) AS e`),
-  claimQueued: stmt("claim_queued", `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $2,
-      lease_expires_at = $3, updated_at = $4
-    WHERE seq IN (SELECT seq FROM jobs WHERE kind = $1 AND state = 'queued' AND run_after <= $4
-                  ORDER BY run_after, seq LIMIT $5 FOR UPDATE SKIP LOCKED)
-    RETURNING ${COLS}`),
-  claimExpired: stmt("claim_expired", `UPDATE jobs SET attempts = attempts + 1, lease_owner = $2, lease_expires_at = $3, updated_at = $4
-    WHERE seq IN (SELECT seq FROM jobs WHERE kind = $1 AND state = 'running' AND lease_expires_at <= $4 AND NOT cancel_requested
-                  ORDER BY lease_expires_at LIMIT $5 FOR UPDATE SKIP LOCKED)
-    RETURNING ${COLS}`),
-  cancelAbandoned: stmt("cancel_abandoned", `UPDATE jobs SET state = 'cancelled', ${UNLEASE}, finished_at = $2, updated_at = $2, notify_pending = $3
-    WHERE seq IN (SELECT seq FROM jobs WHERE kind = $1 AND state = 'running' AND lease_expires_at <= $2 AND cancel_requested
-                  FOR UPDATE SKIP LOCKED)
-    RETURNING ${COLS}`),
+  // A claim is one statement (one round trip, atomic without a transaction). Runs whose runner
+  // vanished after a cancel was requested end cancelled, and their "ended" wake-up is sent with
+  // the claim's commit (`told`, joined so that it runs); expired leases are taken over before
+  // queued jobs fill what is left of the limit. The three sets of rows are disjoint, so no row is
+  // written twice; `claim_tag` says which set a row came from.
+  claim: stmt("claim", `WITH cancelled AS (
+      UPDATE jobs SET state = 'cancelled', ${UNLEASE}, finished_at = $4, updated_at = $4, notify_pending = $6
+      WHERE seq IN (SELECT seq FROM jobs WHERE kind = $1 AND state = 'running' AND lease_expires_at <= $4 AND cancel_requested
+                    FOR UPDATE SKIP LOCKED)
+      RETURNING ${COLS}),
+    expired AS (
+      UPDATE jobs SET attempts = attempts + 1, lease_owner = $2, lease_expires_at = $3, updated_at = $4
+      WHERE seq IN (SELECT seq FROM jobs WHERE kind = $1 AND state = 'running' AND lease_expires_at <= $4 AND NOT cancel_requested
+                    ORDER BY lease_expires_at LIMIT $5 FOR UPDATE SKIP LOCKED)
+      RETURNING ${COLS}),
+    queued AS (
+      UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $2, lease_expires_at = $3, updated_at = $4
+      WHERE seq IN (SELECT seq FROM jobs WHERE kind = $1 AND state = 'queued' AND run_after <= $4
+                    ORDER BY run_after, seq LIMIT greatest(0, $5 - (SELECT count(*) FROM expired)) FOR UPDATE SKIP LOCKED)
+      RETURNING ${COLS}),
+    told AS (SELECT count(pg_notify('${CHANNEL}', json_build_array('ended', kind, id)::text)) FROM cancelled)
+    SELECT 'cancelled' AS claim_tag, ${COLS} FROM cancelled, told
+    UNION ALL SELECT 'expired', ${COLS} FROM expired
+    UNION ALL SELECT 'queued', ${COLS} FROM queued`),
   renew: stmt("renew", `UPDATE jobs SET lease_expires_at = $3 WHERE ${HELD} RETURNING cancel_requested`),
   leaseForUpdate: stmt("lease_for_update", `SELECT cancel_requested FROM jobs WHERE ${HELD} FOR UPDATE`),
   lease: stmt("lease", `SELECT cancel_requested FROM jobs WHERE ${HELD}`),
@@ -93,6 +104,10 @@ const S = {
   checkpoint: stmt("checkpoint", `UPDATE jobs SET checkpoint = $2, updated_at = $3 WHERE id = $1`),
   succeed: stmt("succeed", `UPDATE jobs SET state = 'succeeded', result = $3, ${UNLEASE}, finished_at = $4, updated_at = $4, notify_pending = $5
     WHERE ${UNCANCELLED} RETURNING ${COLS}`),
+  // The runs of one batch that succeeded with no record writes, in one statement (the usual end).
+  succeedMany: stmt("succeed_many", `UPDATE jobs SET state = 'succeeded', result = e.e_result, ${UNLEASE}, finished_at = $4, updated_at = $4, notify_pending = e.e_notify
+    FROM unnest($1::text[], $2::text[], $3::text[], $5::boolean[]) AS e(e_id, e_owner, e_result, e_notify)
+    WHERE id = e.e_id AND lease_owner = e.e_owner AND state = 'running' AND NOT cancel_requested RETURNING ${COLS}`),
   fail: stmt("fail", `UPDATE jobs SET state = 'failed', last_error = $3, ${UNLEASE}, finished_at = $4, updated_at = $4, notify_pending = $5
     WHERE ${UNCANCELLED} RETURNING ${COLS}`),
   retryLater: stmt("retry_later", `UPDATE jobs SET state = 'queued', last_error = $3, run_after = $4, ${UNLEASE}, updated_at = $5
@@ -163,19 +178,13 @@ export class PostgresJobStore implements JobStore {
   }
 
   async claim(kind: string, owner: string, limit: number, now: number, leaseUntil: number, notify: boolean): Promise<ClaimResult> {
-    const { rows, shift } = await this.tx(now, async (c, shift) => {
-      const at = now + shift;
-      const cancelled = (await c.query<Row>({ ...S.cancelAbandoned, values: [kind, at, notify] })).rows;
-      await announce(c, ...cancelled);
-      const claimed = (await c.query<Row>({ ...S.claimExpired, values: [kind, owner, leaseUntil + shift, at, limit] })).rows;
-      if (claimed.length < limit) {
-        const queued = (await c.query<Row>({ ...S.claimQueued, values: [kind, owner, leaseUntil + shift, at, limit - claimed.length] })).rows;
-        queued.sort((a, b) => a.run_after - b.run_after || a.seq - b.seq);
-        claimed.push(...queued);
-      }
-      return { claimed, cancelled };
-    });
-    return { claimed: rows.claimed.map((r) => this.toJob(r, shift)), cancelled: rows.cancelled.map((r) => this.toJob(r, shift)) };
+    const shift = await this.currentShift(now);
+    const at = now + shift;
+    const rows = (await retryOnDeadlock(() => this.db().query<Row & { claim_tag: "cancelled" | "expired" | "queued" }>({ ...S.claim, values: [kind, owner, leaseUntil + shift, at, limit, notify] }))).rows;
+    const cancelled = rows.filter((r) => r.claim_tag === "cancelled");
+    const expired = rows.filter((r) => r.claim_tag === "expired");
+    const queued = rows.filter((r) => r.claim_tag === "queued").sort((a, b) => a.run_after - b.run_after || a.seq - b.seq);
+    return { claimed: [...expired, ...queued].map((r) => this.toJob(r, shift)), cancelled: cancelled.map((r) => this.toJob(r, shift)) };
   }
 
   async renew(id: string, owner: string, leaseUntil: number): Promise<LeaseStatus> {
@@ -205,20 +214,39 @@ export class PostgresJobStore implements JobStore {
   async endRuns(runs: RunEnding[], now: number): Promise<Array<Job | undefined | Error>> {
     const { rows, shift } = await this.tx(now, async (c, shift) => {
       await this.records.lockLists(c, runs.flatMap((r) => (r.end.state === "succeeded" ? r.end.ops : [])));
-      const out: Array<Row | undefined | Error> = [];
-      for (const run of runs) {
+      const out: Array<Row | undefined | Error> = new Array(runs.length);
+      // Successes without record writes, the usual end, take one statement for the whole batch;
+      // one per run would cost a round trip per job. Those it did not apply (a cancel requested,
+      // the lease lost) end below as any other run.
+      const plain = runs.flatMap((r, i) => (r.end.state === "succeeded" && r.end.ops.length === 0 ? [i] : []));
+      const applied = new Set<number>();
+      if (plain.length > 1) {
+        const ended = new Map<string, Row>();
+        const values = [plain.map((i) => runs[i]!.id), plain.map((i) => runs[i]!.owner), plain.map((i) => encode((runs[i]!.end as { result: unknown }).result)), now + shift, plain.map((i) => runs[i]!.notify)];
+        for (const row of (await c.query<Row>({ ...S.succeedMany, values })).rows) ended.set(row.id, row);
+        for (const i of plain) {
+          const row = ended.get(runs[i]!.id);
+          if (row === undefined) continue;
+          ended.delete(runs[i]!.id); // the same job twice in a batch ends once
+          out[i] = row;
+          applied.add(i);
+        }
+      }
+      for (let i = 0; i < runs.length; i++) {
+        if (applied.has(i)) continue;
+        const run = runs[i]!;
         // Only record writes can fail; the common end without them needs no savepoint.
         if (run.end.state !== "succeeded" || run.end.ops.length === 0) {
-          out.push(await this.endRun(c, run, now, shift));
+          out[i] = await this.endRun(c, run, now, shift);
           continue;
         }
         await c.query("SAVEPOINT end_run");
         try {
-          out.push(await this.endRun(c, run, now, shift));
+          out[i] = await this.endRun(c, run, now, shift);
           await c.query("RELEASE SAVEPOINT end_run");
         } catch (err) {
           await c.query("ROLLBACK TO SAVEPOINT end_run");
-          out.push(err instanceof Error ? err : new Error(String(err)));
+          out[i] = err instanceof Error ? err : new Error(String(err));
         }
       }
       // One NOTIFY statement for the batch: one per run would double a short job's round trips.

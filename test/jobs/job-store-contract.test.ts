@@ -141,6 +141,35 @@ describe.each(backends)("JobStore contract on $name", (backend) => {
     expect(await jobs.pendingNotifications(["work"], 10)).toEqual([]);
   });
 
+  it("ends a batch of plain successes, each with its own result and notify flag, except a cancelled run, a lost lease and a repeat", async () => {
+    const { jobs } = await backend.open();
+    await jobs.enqueue(["a", "b", "c", "cancel", "lost", "d"].map((id) => newJob(id)), 0);
+    await jobs.claim("work", "r", 10, 0, 10_000, false);
+    await jobs.cancel("cancel", 50, () => true);
+    const ended = await jobs.endRuns(
+      [
+        { id: "a", owner: "r", end: { state: "succeeded", result: { n: 1 }, ops: [] }, notify: true },
+        { id: "cancel", owner: "r", end: { state: "succeeded", result: 9, ops: [] }, notify: true },
+        { id: "b", owner: "r", end: { state: "succeeded", result: null, ops: [] }, notify: false },
+        { id: "lost", owner: "someone-else", end: { state: "succeeded", result: 9, ops: [] }, notify: false },
+        { id: "c", owner: "r", end: { state: "succeeded", result: "three", ops: [] }, notify: true },
+        { id: "c", owner: "r", end: { state: "succeeded", result: "again", ops: [] }, notify: true },
+        { id: "d", owner: "r", end: { state: "failed", error: "boom" }, notify: false },
+      ],
+      100,
+    );
+    expect(ended[0]).toMatchObject({ id: "a", state: "succeeded", result: { n: 1 }, finishedAt: 100, leaseOwner: null, leaseExpiresAt: null });
+    expect(ended[1]).toMatchObject({ id: "cancel", state: "cancelled", finishedAt: 100, leaseOwner: null });
+    expect(ended[2]).toMatchObject({ id: "b", state: "succeeded", result: null });
+    expect(ended[3]).toBeUndefined();
+    expect(ended[4]).toMatchObject({ id: "c", state: "succeeded", result: "three" });
+    expect(ended[5]).toBeUndefined();
+    expect(ended[6]).toMatchObject({ id: "d", state: "failed", lastError: "boom" });
+    expect(await jobs.get("lost")).toMatchObject({ state: "running", leaseOwner: "r" });
+    expect(await jobs.get("c")).toMatchObject({ result: "three" });
+    expect(ids(await jobs.pendingNotifications(["work"], 10)).sort()).toEqual(["a", "c", "cancel"]);
+  });
+
   it("cancels a queued job at once, requests cancel of a running one (its writes then refused), and leaves a finished one", async () => {
     const { jobs, records } = await backend.open();
     await jobs.enqueue([newJob("running"), newJob("queued", 1_000)], 0);
@@ -168,6 +197,25 @@ describe.each(backends)("JobStore contract on $name", (backend) => {
     expect(claimed).toEqual([]);
     expect(cancelled).toMatchObject([{ id: "j", state: "cancelled", finishedAt: 1_000, leaseOwner: null }]);
     expect(ids(await jobs.pendingNotifications(["work"], 10))).toEqual(["j"]);
+  });
+
+  it("one claim takes expired leases before queued jobs, within the limit, and ends a vanished cancelled run beside them", async () => {
+    const { jobs } = await backend.open();
+    await jobs.enqueue([newJob("x1"), newJob("x2"), newJob("gone")], 0);
+    await jobs.claim("work", "dead:1", 1, 0, 900, false); // x1, lease until 900
+    await jobs.claim("work", "dead:2", 2, 0, 800, false); // x2 and gone, until 800
+    await jobs.cancel("gone", 10, () => true);
+    await jobs.enqueue([newJob("q2", 20), newJob("q1", 10), newJob("q3", 30)], 0);
+    const { claimed, cancelled } = await jobs.claim("work", "r", 3, 1_000, 5_000, true);
+    expect(ids(claimed).slice(0, 2).sort()).toEqual(["x1", "x2"]);
+    expect(ids(claimed).slice(2)).toEqual(["q1"]);
+    expect(claimed.map((j) => [j.attempts, j.leaseOwner, j.leaseExpiresAt])).toEqual([[2, "r", 5_000], [2, "r", 5_000], [1, "r", 5_000]]);
+    expect(cancelled).toMatchObject([{ id: "gone", state: "cancelled", finishedAt: 1_000 }]);
+    expect(ids((await jobs.claim("work", "r2", 10, 1_000, 5_000, false)).claimed)).toEqual(["q2", "q3"]);
+    // A limit the expired leases fill leaves the queue alone.
+    await jobs.enqueue([newJob("q4")], 0);
+    expect((await jobs.claim("work", "r3", 2, 6_000, 9_000, false)).claimed.map((j) => [j.attempts > 1, j.leaseOwner])).toEqual([[true, "r3"], [true, "r3"]]);
+    expect(await jobs.get("q4")).toMatchObject({ state: "queued", leaseOwner: null });
   });
 
   it("retries a failed or cancelled job with fresh attempts, and leaves others alone", async () => {

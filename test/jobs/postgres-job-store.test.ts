@@ -3,6 +3,7 @@
 // two runners share jobs exactly once, and a cancel racing a checkpoint never half-applies.
 import { describe, expect, it } from "vitest";
 import { JobRunner } from "../../src/jobs/index.js";
+import type { JobEvent } from "../../src/jobs/types.js";
 import { PostgresJobStore } from "../../src/jobs/postgres-job-store.js";
 import { openPostgresRecordStore, type PostgresRecordStore } from "../../src/storage/postgres/index.js";
 import type { WriteOp } from "../../src/storage/index.js";
@@ -51,6 +52,28 @@ describe.skipIf(!hasPostgres())(`PostgresJobStore across instances${hasPostgres(
     // On the runners' own clocks (the embedded store's way) the skewed runner would have taken it.
     const skewed = await new PostgresJobStore(await open(url), { clock: "runner" }).open();
     expect((await skewed.claim("work", "b:2", 1, bNow, bNow + 30_000, false)).claimed.map((j) => j.id)).toEqual(["j"]);
+  });
+
+  it("a claim that ends a vanished runner's cancelled job tells the other instances it ended, with the claim", async () => {
+    const url = await newDatabase();
+    const a = await new PostgresJobStore(await open(url), { clock: "runner" }).open();
+    const b = await new PostgresJobStore(await open(url), { clock: "runner" }).open();
+    const events: JobEvent[] = [];
+    const stop = b.watch((e) => events.push(e));
+    cleanups.push(stop);
+    await b.listening();
+    await a.enqueue([{ id: "j", kind: "work", scope, payload: {}, runAfter: 0 }], 0);
+    await a.claim("work", "dead", 1, 0, 1_000, false);
+    await a.cancel("j", 10, () => false);
+    await expect.poll(() => events.some((e) => e.type === "cancel-requested")).toBe(true);
+    const { claimed, cancelled } = await a.claim("work", "r", 5, 1_000, 5_000, false);
+    expect(claimed).toEqual([]);
+    expect(cancelled.map((j) => j.id)).toEqual(["j"]);
+    await expect.poll(() => events.filter((e) => e.type === "ended")).toEqual([{ type: "ended", kind: "work", id: "j" }]);
+    // A claim that ends nothing tells nothing.
+    await a.claim("work", "r", 5, 2_000, 5_000, false);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(events.filter((e) => e.type === "ended")).toHaveLength(1);
   });
 
   it("a runner that never polls is woken by NOTIFY for a job another instance enqueues", async () => {

@@ -10,6 +10,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
+import { isMainThread } from "node:worker_threads";
 import { join } from "node:path";
 import { waitReady } from "./poll.js";
 
@@ -35,7 +36,8 @@ let run: Run | undefined;
 function thisRun(): Run {
   if (run) return run;
   if (!process.env.VITEST_POOL_ID) return (run = { owner: process.pid });
-  const owner = process.ppid;
+  // Forked test processes share the main one's lifetime; test threads share this process's.
+  const owner = isMainThread ? process.ppid : process.pid;
   const dir = join(tmpdir(), `atrium-test-run-${owner}-${startTime(owner)}`);
   try {
     mkdirSync(dir);
