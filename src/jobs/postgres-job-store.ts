@@ -219,21 +219,17 @@ export class PostgresJobStore implements JobStore {
       // one per run would cost a round trip per job. Those it did not apply (a cancel requested,
       // the lease lost) end below as any other run.
       const plain = runs.flatMap((r, i) => (r.end.state === "succeeded" && r.end.ops.length === 0 ? [i] : []));
-      const applied = new Set<number>();
       if (plain.length > 1) {
         const ended = new Map<string, Row>();
         const values = [plain.map((i) => runs[i]!.id), plain.map((i) => runs[i]!.owner), plain.map((i) => encode((runs[i]!.end as { result: unknown }).result)), now + shift, plain.map((i) => runs[i]!.notify)];
         for (const row of (await c.query<Row>({ ...S.succeedMany, values })).rows) ended.set(row.id, row);
         for (const i of plain) {
-          const row = ended.get(runs[i]!.id);
-          if (row === undefined) continue;
+          out[i] = ended.get(runs[i]!.id);
           ended.delete(runs[i]!.id); // the same job twice in a batch ends once
-          out[i] = row;
-          applied.add(i);
         }
       }
       for (let i = 0; i < runs.length; i++) {
-        if (applied.has(i)) continue;
+        if (out[i] !== undefined) continue; // ended by the batch statement
         const run = runs[i]!;
         // Only record writes can fail; the common end without them needs no savepoint.
         if (run.end.state !== "succeeded" || run.end.ops.length === 0) {

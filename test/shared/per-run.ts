@@ -42,11 +42,19 @@ function thisRun(): Run {
   try {
     mkdirSync(dir);
     // The folder's maker removes it once the run is over.
-    spawn("sh", ["-c", `while kill -0 ${owner} 2>/dev/null; do sleep 1; done; rm -rf '${dir}'`], { detached: true, stdio: "ignore" }).unref();
+    afterExit(owner, `rm -rf '${dir}'`);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
   }
   return (run = { owner, dir });
+}
+
+/**
+ * Runs the shell command `then` once process `pid` is gone, however it ends (a test runner may end
+ * its workers without an 'exit' event): a detached watcher polls for the PID.
+ */
+export function afterExit(pid: number, then: string): void {
+  spawn("sh", ["-c", `while kill -0 ${pid} 2>/dev/null; do sleep 0.5; done; ${then}`], { detached: true, stdio: "ignore" }).unref();
 }
 
 function writeRecord(path: string, value: unknown): void {

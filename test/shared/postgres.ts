@@ -3,13 +3,13 @@
 // fsync off (up in well under a second), one per test run (test/shared/per-run.ts), stopped by
 // its PID when the run is over. Each caller gets databases of its own, so test files and servers
 // never see each other's rows.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { runCommand } from "./commands.js";
-import { onePerRun } from "./per-run.js";
+import { afterExit, onePerRun } from "./per-run.js";
 import { freePort } from "./ports.js";
 
 export const POSTGRES_INSTALL_HINT = "PostgreSQL 15 is not installed: `apt-get install -y postgresql-15` (.ci/run installs it), or set ATRIUM_TEST_DATABASE_URL";
@@ -61,11 +61,8 @@ async function startPrivateCluster(owner: number): Promise<string> {
   const start = await runCommand(ctlCmd, ctlArgs);
   if (start.status !== 0) throw new Error(`pg_ctl start failed: ${start.stderr || start.stdout}\n${existsSync(join(dir, "log")) ? readFileSync(join(dir, "log"), "utf8") : ""}`);
   const pid = Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]);
-  // A fast shutdown by PID once the run is gone, however it ends (a test runner may end its
-  // workers without an 'exit' event): a detached watcher polls for the owner's PID, then stops the
-  // server and removes its folder.
-  const watcher = spawn("sh", ["-c", `while kill -0 ${owner} 2>/dev/null; do sleep 0.5; done; kill -INT ${pid} 2>/dev/null; for i in $(seq 50); do kill -0 ${pid} 2>/dev/null || break; sleep 0.1; done; rm -rf '${dir}'`], { detached: true, stdio: "ignore" });
-  watcher.unref();
+  // A fast shutdown by PID once the run is gone; then its folder goes.
+  afterExit(owner, `kill -INT ${pid} 2>/dev/null; for i in $(seq 50); do kill -0 ${pid} 2>/dev/null || break; sleep 0.1; done; rm -rf '${dir}'`);
   return `postgres://postgres@127.0.0.1:${port}/postgres`;
 }
 

@@ -5,7 +5,6 @@
 // test/shared/swift.ts, Redis from ATRIUM_TEST_REDIS_URL or a private redis-server started here on
 // a free port; each engine serves the whole test run (test/shared/per-run.ts) and is stopped by
 // its PID when the run is over.
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,7 +12,7 @@ import pg from "pg";
 import { openStorage } from "../../src/storage/index.js";
 import { areas } from "../../src/services/index.js";
 import { startRedis } from "./operability.js";
-import { onePerRun } from "./per-run.js";
+import { afterExit, onePerRun } from "./per-run.js";
 import { testPostgres } from "./postgres.js";
 import { testSwift } from "./swift.js";
 
@@ -43,7 +42,7 @@ function testRedis(): Promise<string> {
     : onePerRun("redis", async (owner) => {
         const r = await startRedis({ detached: true });
         // Stopped by PID once the run is over, however it ends.
-        spawn("sh", ["-c", `while kill -0 ${owner} 2>/dev/null; do sleep 0.5; done; kill ${r.proc.pid} 2>/dev/null`], { detached: true, stdio: "ignore" }).unref();
+        afterExit(owner, `kill ${r.proc.pid} 2>/dev/null`);
         r.proc.unref();
         return r.url;
       });

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { runCommand } from "./commands.js";
 import { waitReady } from "./poll.js";
-import { onePerRun } from "./per-run.js";
+import { afterExit, onePerRun } from "./per-run.js";
 import { freePort } from "./ports.js";
 
 export const SWIFT_INSTALL_HINT =
@@ -153,12 +153,8 @@ async function startSwift(owner: number): Promise<{ endpoint: string }> {
   };
   start("memcached", ["-l", "127.0.0.1", "-p", String(memcache), "-U", "0", ...(process.getuid?.() === 0 ? ["-u", "nobody"] : [])]);
   for (const kind of ["account", "container", "object", "proxy"]) start(`/usr/bin/swift-${kind}-server`, [join(dir, `${kind}-server.conf`)]);
-  const watcher = spawn(
-    "sh",
-    ["-c", `while kill -0 ${owner} 2>/dev/null; do sleep 0.5; done; for g in ${groups.join(" ")}; do kill -TERM -$g 2>/dev/null; done; sleep 1; for g in ${groups.join(" ")}; do kill -KILL -$g 2>/dev/null; done; rm -rf '${dir}'`],
-    { detached: true, stdio: "ignore" },
-  );
-  watcher.unref();
+  // Every server's process group stopped once the run is gone; then its folder goes.
+  afterExit(owner, `for g in ${groups.join(" ")}; do kill -TERM -$g 2>/dev/null; done; sleep 1; for g in ${groups.join(" ")}; do kill -KILL -$g 2>/dev/null; done; rm -rf '${dir}'`);
   // Python's start-up is slow on a busy machine: every port, then the proxy's health, within one minute.
   const deadline = Date.now() + 60_000;
   const left = () => Math.max(0, deadline - Date.now());
