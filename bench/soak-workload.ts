@@ -161,11 +161,16 @@ export class Workload {
   async verifyAll(): Promise<{ checked: number; bytes: number; bad: string[] }> {
     const bad: string[] = [];
     let bytes = 0;
-    for (const f of this.files.values()) {
-      const r = await this.call("GET", `/v1/files/${f.id}/content`);
-      if (r.status !== 200 || sha256(r.raw) !== f.sha256) bad.push(`${f.id} (HTTP ${r.status})`);
-      else bytes += f.bytes;
-    }
+    // Four downloads at a time: an hour's files (~11 GiB) one by one took ~12 minutes each pass.
+    const queue = [...this.files.values()];
+    const check = async () => {
+      for (let f = queue.pop(); f; f = queue.pop()) {
+        const r = await this.call("GET", `/v1/files/${f.id}/content`);
+        if (r.status !== 200 || sha256(r.raw) !== f.sha256) bad.push(`${f.id} (HTTP ${r.status})`);
+        else bytes += f.bytes;
+      }
+    };
+    await Promise.all(Array.from({ length: 4 }, check));
     return { checked: this.files.size, bytes, bad };
   }
 }

@@ -8,6 +8,8 @@ export {
   LocalEmbeddingsError,
   LocalEmbeddingsTimeout,
   LocalSentenceEncoder,
+  bulkNiceFromEnv,
+  bulkWorkersFromEnv,
   workersFromEnv,
   type LocalSentenceEncoderOptions,
 } from "./provider.js";

@@ -2,6 +2,7 @@
 // pool of worker threads; this thread only cuts the work into units (units.ts), has the lane
 // scheduler (src/engines/pool/lanes.ts) run them, counts tokens and pools the vectors back in
 // order. See README.md beside this file.
+import { availableParallelism } from "node:os";
 import type { EmbedOptions, EmbedResult, EmbeddingsProvider } from "../../providers/types.js";
 import { bulkEveryFromEnv, LaneScheduler, laneLimitsFromEnv, WorkerPool, workerScript, type Lane, type LaneLimits } from "../pool/index.js";
 import { getEncoding } from "../tokenizer/index.js";
@@ -10,15 +11,19 @@ import type { EncodeResult, EncodeTask } from "./task.js";
 import { cutIntoUnits, poolWindows, unitCharsFromEnv, type EncodeUnit } from "./units.js";
 
 export interface LocalSentenceEncoderOptions {
-  /** Worker threads; default ATRIUM_EMBED_WORKERS, else 1. */
+  /** Worker threads for interactive work; default ATRIUM_EMBED_WORKERS, else 2 (1 on one core). */
   workers?: number;
+  /** Worker threads of the bulk lane's own (0: bulk shares the interactive workers); default ATRIUM_EMBED_BULK_WORKERS, else 1. */
+  bulkWorkers?: number;
+  /** How much lower the bulk workers' priority is (nice, 0 to 19); default ATRIUM_EMBED_BULK_NICE, else 10. */
+  bulkNice?: number;
   /** Time limit of one unit of work on a worker in ms (the providers config's `timeout_ms`); none if undefined. */
   timeoutMs?: number;
   /** Most characters per unit of work; default ATRIUM_ENCODER_UNIT_CHARS, else DEFAULT_UNIT_CHARS. */
   unitChars?: number;
   /** Bounds of each lane's queue; default from the environment (laneLimitsFromEnv). */
   limits?: Record<Lane, LaneLimits>;
-  /** Interactive units in a row before a waiting bulk unit goes; default ATRIUM_ENCODER_BULK_EVERY, else 8. */
+  /** With no bulk workers: interactive units in a row before a waiting bulk unit goes; default ATRIUM_ENCODER_BULK_EVERY, else 8. */
   bulkEvery?: number;
 }
 
@@ -38,12 +43,41 @@ export class LocalEmbeddingsTimeout extends Error {
   override readonly name = "LocalEmbeddingsTimeout";
 }
 
-/** ATRIUM_EMBED_WORKERS as a pool size (default 1: this runs on small machines). */
-export function workersFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+/**
+ * ATRIUM_EMBED_WORKERS: the request workers. Default 2 (1 on a one-core machine): requests do not
+ * queue behind each other while the other core is free, and one request is shared by both.
+ */
+export function workersFromEnv(env: NodeJS.ProcessEnv = process.env, cores = availableParallelism()): number {
   const raw = env.ATRIUM_EMBED_WORKERS;
-  if (raw === undefined || raw === "") return 1;
+  if (raw === undefined || raw === "") return Math.min(2, cores);
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`ATRIUM_EMBED_WORKERS must be an integer from 1 to 64, got '${raw}'`);
+  return n;
+}
+
+/**
+ * ATRIUM_EMBED_BULK_WORKERS: the bulk lane's own worker threads (default 1; 0: bulk units share the
+ * interactive workers, between interactive units). With its own, a search never waits for an
+ * ingestion unit to end, and the niced thread takes the cores only when requests leave them idle.
+ */
+export function bulkWorkersFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.ATRIUM_EMBED_BULK_WORKERS;
+  if (raw === undefined || raw === "") return 1;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 64) throw new Error(`ATRIUM_EMBED_BULK_WORKERS must be an integer from 0 to 64, got '${raw}'`);
+  return n;
+}
+
+/**
+ * ATRIUM_EMBED_BULK_NICE: how much lower the bulk workers' priority is (default 10: under full
+ * load they get about a tenth of a core that requests want, as ATRIUM_ENCODER_BULK_EVERY's
+ * default gives bulk work on shared workers).
+ */
+export function bulkNiceFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.ATRIUM_EMBED_BULK_NICE;
+  if (raw === undefined || raw === "") return 10;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 19) throw new Error(`ATRIUM_EMBED_BULK_NICE must be an integer from 0 to 19, got '${raw}'`);
   return n;
 }
 
@@ -73,8 +107,10 @@ export class LocalSentenceEncoder implements EmbeddingsProvider {
   readonly id = LOCAL_EMBEDDING_MODEL;
   readonly local = true;
   readonly dimensions = LOCAL_EMBEDDING_DIMENSIONS;
-  /** The worker threads (exposed for tests and stats). */
+  /** The worker threads of interactive work, and of bulk work when it has none of its own (exposed for tests and stats). */
   readonly pool: WorkerPool<EncodeTask, EncodeResult>;
+  /** The bulk lane's own worker threads, at a lower priority; undefined when bulk shares `pool`. */
+  readonly bulkPool: WorkerPool<EncodeTask, EncodeResult> | undefined;
   /** What runs next on the workers: lanes, projects, the bounded queue (exposed for tests and stats). */
   readonly scheduler: LaneScheduler<EncodeUnit, Float32Array>;
   private readonly timeoutMs: number | undefined;
@@ -82,18 +118,23 @@ export class LocalSentenceEncoder implements EmbeddingsProvider {
   private loaded: EncodeResult["model"] | undefined;
 
   constructor(opts: LocalSentenceEncoderOptions = {}) {
-    this.pool = new WorkerPool<EncodeTask, EncodeResult>({
-      script: workerScript(import.meta.url, "worker"),
-      size: opts.workers ?? workersFromEnv(),
-      name: "atrium-embeddings",
-      // tfjs with the model takes ~60 MB; a runaway input must not take the process with it.
-      resourceLimits: { maxOldGenerationSizeMb: 512 },
-    });
+    const pool = (name: string, size: number, nice?: number) =>
+      new WorkerPool<EncodeTask, EncodeResult>({
+        script: workerScript(import.meta.url, "worker"),
+        size,
+        name,
+        nice,
+        // tfjs with the model takes ~60 MB; a runaway input must not take the process with it.
+        resourceLimits: { maxOldGenerationSizeMb: 512 },
+      });
+    this.pool = pool("atrium-embeddings", opts.workers ?? workersFromEnv());
+    const bulkWorkers = opts.bulkWorkers ?? bulkWorkersFromEnv();
+    this.bulkPool = bulkWorkers > 0 ? pool("atrium-embeddings-bulk", bulkWorkers, opts.bulkNice ?? bulkNiceFromEnv()) : undefined;
     this.timeoutMs = opts.timeoutMs;
     this.unitChars = opts.unitChars ?? unitCharsFromEnv();
     this.scheduler = new LaneScheduler<EncodeUnit, Float32Array>({
-      run: (unit, signal) => this.runUnit(unit, signal),
-      slots: this.pool.size,
+      run: (unit, signal, lane) => this.runUnit(lane === "bulk" && this.bulkPool ? this.bulkPool : this.pool, unit, signal),
+      slots: this.bulkPool ? { interactive: this.pool.size, bulk: this.bulkPool.size } : this.pool.size,
       limits: opts.limits ?? laneLimitsFromEnv(),
       bulkEvery: opts.bulkEvery ?? bulkEveryFromEnv(),
       name: "The local sentence encoder",
@@ -114,7 +155,10 @@ export class LocalSentenceEncoder implements EmbeddingsProvider {
       throw new LocalEmbeddingsError("dimensions", `'${LOCAL_EMBEDDING_MODEL}' gives 1 to ${LOCAL_EMBEDDING_DIMENSIONS} dimensions, not ${dims}.`);
 
     const counts = await countEmbeddingTokens(inputs);
-    const units = await cutIntoUnits(inputs, this.unitChars);
+    // A request someone waits for is spread over the request workers (idle ones take a share);
+    // bulk work has units enough to keep its workers busy.
+    const lane = opts.lane ?? "interactive";
+    const units = await cutIntoUnits(inputs, this.unitChars, lane === "interactive" ? this.pool.size : 1);
     const results = await this.scheduler.submit(units, { lane: opts.lane, project: opts.project, signal: opts.signal });
     const vectors = poolWindows(inputs.length, units, results, dims);
     const tokens = counts.reduce((a, b) => a + b, 0);
@@ -126,7 +170,7 @@ export class LocalSentenceEncoder implements EmbeddingsProvider {
    * milliseconds of work): a worker that does not answer within it is stuck, whereas a large
    * request is many units and is never cut short for being large.
    */
-  private async runUnit(unit: EncodeUnit, signal: AbortSignal | undefined): Promise<Float32Array> {
+  private async runUnit(pool: WorkerPool<EncodeTask, EncodeResult>, unit: EncodeUnit, signal: AbortSignal | undefined): Promise<Float32Array> {
     // One controller per unit, unhooked when it ends: a job's long-lived signal collects no
     // listeners or dependent signals however many units the job runs.
     const stop = new AbortController();
@@ -135,7 +179,7 @@ export class LocalSentenceEncoder implements EmbeddingsProvider {
     const onAbort = () => stop.abort(signal!.reason);
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      const res = await this.pool.run({ texts: unit.texts, dimensions: LOCAL_EMBEDDING_DIMENSIONS }, { signal: stop.signal });
+      const res = await pool.run({ texts: unit.texts, dimensions: LOCAL_EMBEDDING_DIMENSIONS }, { signal: stop.signal });
       this.loaded ??= res.model;
       return res.vectors;
     } catch (e) {
@@ -149,7 +193,7 @@ export class LocalSentenceEncoder implements EmbeddingsProvider {
   }
 
   /** Stops the workers; pending calls fail with PoolClosedError. */
-  close(): Promise<void> {
-    return this.pool.close();
+  async close(): Promise<void> {
+    await Promise.all([this.pool.close(), this.bulkPool?.close()]);
   }
 }

@@ -36,8 +36,12 @@ export function unitCharsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
   return n;
 }
 
-/** The units of `inputs`: windows sorted by length, at most `maxChars` and UNIT_MAX_WINDOWS each (one window at least). */
-export async function cutIntoUnits(inputs: readonly string[], maxChars: number): Promise<EncodeUnit[]> {
+/**
+ * The units of `inputs`: windows sorted by length, at most `maxChars` and UNIT_MAX_WINDOWS each (one
+ * window at least). With `spread` > 1, a request smaller than that is still cut into up to `spread`
+ * units of about equal size, so that idle workers share it: a request's time is its largest unit's.
+ */
+export async function cutIntoUnits(inputs: readonly string[], maxChars: number, spread = 1): Promise<EncodeUnit[]> {
   const windows: string[] = [];
   const owners: number[] = [];
   let sinceYield = 0;
@@ -56,6 +60,11 @@ export async function cutIntoUnits(inputs: readonly string[], maxChars: number):
   }
   // The model pads a pass to its longest window: similar lengths together.
   const order = windows.map((_, k) => k).sort((a, b) => windows[a]!.length - windows[b]!.length);
+  if (spread > 1) {
+    let total = 0;
+    for (const w of windows) total += w.length;
+    maxChars = Math.min(maxChars, Math.ceil(total / spread));
+  }
   const units: EncodeUnit[] = [];
   let unit: EncodeUnit = { texts: [], owners: [] };
   let chars = 0;

@@ -8,6 +8,10 @@
 //   a project's own requests go first come, first served;
 // - except that after `bulkEvery` interactive units in a row while bulk work waited, one bulk
 //   unit goes next: interactive load that fills the engine slows ingestion down but never stops it.
+// Lanes share the engine's workers (`slots` a number: the order above decides), or each lane has
+// workers of its own (`slots` per lane: the bulk lane's are niced, src/engines/pool/pool.ts, so
+// the operating system, not the queue, puts interactive work first and no request waits for a
+// bulk unit to end).
 // A lane holds a bounded number of requests, and a request whose first unit would start later
 // than the lane's wait bound is refused at once (EngineBusyError, with when to retry) instead of
 // waiting for its turn. The wait is estimated from how long units have been taking.
@@ -25,16 +29,16 @@ export interface LaneLimits {
 }
 
 export interface LaneSchedulerOptions<U, R> {
-  /** Runs one unit (on a worker); `signal` is the request's. */
-  run(unit: U, signal: AbortSignal | undefined): Promise<R>;
-  /** Units running at once (the pool's workers). */
-  slots: number;
+  /** Runs one unit (on a worker of `lane` when lanes have their own); `signal` is the request's. */
+  run(unit: U, signal: AbortSignal | undefined, lane: Lane): Promise<R>;
+  /** Units running at once: shared by the lanes (the pool's workers), or per lane (each lane's own pool). */
+  slots: number | Record<Lane, number>;
   limits: Record<Lane, LaneLimits>;
   /** Prefix of error messages ("the local sentence encoder"). */
   name: string;
   /** Estimated milliseconds of one unit before any has run. */
   initialUnitMs?: number;
-  /** One bulk unit after this many interactive units in a row while bulk work waited; 0: never (strict priority). */
+  /** With shared slots, one bulk unit after this many interactive units in a row while bulk work waited; 0: never (strict priority). */
   bulkEvery?: number;
 }
 
@@ -92,7 +96,9 @@ export interface LaneStats {
 }
 
 export interface SchedulerStats {
+  /** Units running, all lanes. */
   running: number;
+  /** Estimated milliseconds of one unit (the interactive lane's, when lanes have their own workers). */
   unitMs: number;
   lanes: Record<Lane, LaneStats>;
 }
@@ -106,13 +112,20 @@ export class LaneScheduler<U, R> {
     bulk: { projects: new Map(), turns: [], requests: 0, unitsDone: 0 },
   };
   private running = 0;
-  private unitMs: number;
+  private readonly runningIn: Record<Lane, number> = { interactive: 0, bulk: 0 };
+  /** Slots per lane when lanes have their own workers; undefined when they share. */
+  private readonly own: Record<Lane, number> | undefined;
+  /** Estimated milliseconds of one unit per lane (the same for both when they share the workers). */
+  private readonly unitMs: Record<Lane, number>;
   /** Interactive units started in a row while bulk work waited. */
   private interactiveStreak = 0;
 
   constructor(private readonly opts: LaneSchedulerOptions<U, R>) {
-    if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`${opts.name}: slots must be a positive integer, got ${opts.slots}`);
-    this.unitMs = opts.initialUnitMs ?? 200;
+    const counts = typeof opts.slots === "number" ? [opts.slots] : LANES.map((l) => (opts.slots as Record<Lane, number>)[l]);
+    for (const n of counts) if (!Number.isInteger(n) || n < 1) throw new RangeError(`${opts.name}: slots must be positive integers, got ${JSON.stringify(opts.slots)}`);
+    this.own = typeof opts.slots === "number" ? undefined : { ...opts.slots };
+    const initial = opts.initialUnitMs ?? 200;
+    this.unitMs = { interactive: initial, bulk: initial };
   }
 
   /** Runs every unit of one request; resolves with their results in order. Throws EngineBusyError at once when the lane is full. */
@@ -159,10 +172,12 @@ export class LaneScheduler<U, R> {
    */
   unitsAhead(lane: Lane, project: string): number {
     let ahead = 0;
-    for (const l of LANES) {
-      if (l === lane) break;
-      for (const reqs of this.lanes[l].projects.values()) ahead += queuedUnits(reqs);
-    }
+    // Lanes with workers of their own do not wait for each other.
+    if (!this.own)
+      for (const l of LANES) {
+        if (l === lane) break;
+        for (const reqs of this.lanes[l].projects.values()) ahead += queuedUnits(reqs);
+      }
     const q = this.lanes[lane];
     const own = queuedUnits(q.projects.get(project) ?? []);
     ahead += own;
@@ -173,9 +188,11 @@ export class LaneScheduler<U, R> {
   /** Estimated milliseconds before a new request's first unit starts. */
   estimatedWaitMs(lane: Lane, project: string): number {
     const ahead = this.unitsAhead(lane, project);
-    if (ahead === 0 && this.running < this.opts.slots) return 0;
+    const slots = this.own ? this.own[lane] : (this.opts.slots as number);
+    const running = this.own ? this.runningIn[lane] : this.running;
+    if (ahead === 0 && running < slots) return 0;
     // Every slot busy: half a unit left on average, then the units ahead spread over the slots.
-    return Math.round((ahead / this.opts.slots + 0.5) * this.unitMs);
+    return Math.round((ahead / slots + 0.5) * this.unitMs[lane]);
   }
 
   stats(): SchedulerStats {
@@ -185,7 +202,7 @@ export class LaneScheduler<U, R> {
       const q = this.lanes[l];
       return { requests: q.requests, queuedUnits: queued, projects: q.projects.size, unitsDone: q.unitsDone };
     };
-    return { running: this.running, unitMs: Math.round(this.unitMs), lanes: { interactive: lane("interactive"), bulk: lane("bulk") } };
+    return { running: this.running, unitMs: Math.round(this.unitMs.interactive), lanes: { interactive: lane("interactive"), bulk: lane("bulk") } };
   }
 
   // ---- internals ----
@@ -208,11 +225,19 @@ export class LaneScheduler<U, R> {
   }
 
   private dispatch(): void {
-    while (this.running < this.opts.slots) {
+    if (this.own) {
+      for (const lane of LANES)
+        while (this.runningIn[lane] < this.own[lane]) {
+          const req = this.nextOf(lane);
+          if (!req) break;
+          this.start(req, req.next++);
+        }
+      return;
+    }
+    while (this.running < (this.opts.slots as number)) {
       const req = this.pick();
       if (!req) return;
-      const index = req.next++;
-      this.start(req, index);
+      this.start(req, req.next++);
     }
   }
 
@@ -252,17 +277,20 @@ export class LaneScheduler<U, R> {
 
   private start(req: Request<U, R>, index: number): void {
     this.running++;
+    this.runningIn[req.lane]++;
     const started = performance.now();
     let run: Promise<R>;
     try {
-      run = this.opts.run(req.units[index]!, req.signal);
+      run = this.opts.run(req.units[index]!, req.signal, req.lane);
     } catch (e) {
       run = Promise.reject(e);
     }
     run.then(
       (result) => {
-        this.unitMs += UNIT_MS_SMOOTHING * (performance.now() - started - this.unitMs);
+        const ms = performance.now() - started;
+        for (const lane of this.own ? [req.lane] : LANES) this.unitMs[lane] += UNIT_MS_SMOOTHING * (ms - this.unitMs[lane]);
         this.running--;
+        this.runningIn[req.lane]--;
         this.lanes[req.lane].unitsDone++;
         if (!req.settled) {
           req.results[index] = result;
@@ -272,6 +300,7 @@ export class LaneScheduler<U, R> {
       },
       (e: unknown) => {
         this.running--;
+        this.runningIn[req.lane]--;
         this.finish(req, e);
         this.dispatch();
       },

@@ -33,6 +33,13 @@ export interface WorkerPoolOptions {
    * error's name, message and code) goes back, even to a task its caller has given up on.
    */
   host?: Record<string, (...args: any[]) => unknown>;
+  /**
+   * Lowers each worker thread's scheduling priority by this much (nice, 1 to 19), so that the
+   * operating system runs the process's other threads first when the cores are busy: background
+   * work (ingestion) yields to requests someone waits for. Linux only, where a thread's nice
+   * value is its own; elsewhere setpriority would renice the whole process, so nothing changes.
+   */
+  nice?: number;
 }
 
 export interface RecyclePolicy {
@@ -140,6 +147,8 @@ export class WorkerPool<Req, Res> {
 
   constructor(private readonly opts: WorkerPoolOptions) {
     if (!Number.isInteger(opts.size) || opts.size < 1) throw new RangeError(`${opts.name}: pool size must be a positive integer, got ${opts.size}`);
+    if (opts.nice !== undefined && (!Number.isInteger(opts.nice) || opts.nice < 0 || opts.nice > 19))
+      throw new RangeError(`${opts.name}: nice must be an integer from 0 to 19, got ${opts.nice}`);
     this.size = opts.size;
     this.recycle = opts.recycle ?? recycleFromEnv();
     live.add(this as WorkerPool<unknown, unknown>);
@@ -246,6 +255,8 @@ export class WorkerPool<Req, Res> {
     worker.on("error", (e) => this.onCrash(slot, e));
     worker.on("exit", (code) => this.onCrash(slot, new Error(`exited with code ${code}`)));
     worker.unref();
+    // Before any task: messages arrive in order.
+    if (this.opts.nice) worker.postMessage({ type: "nice", by: this.opts.nice } satisfies TaskRequest);
     this.slots.add(slot);
     return slot;
   }

@@ -9,8 +9,9 @@ export interface ErrorDescription {
   stack?: string;
 }
 
-/** Parent → worker: a task, its cancellation, or the answer to one of the worker's host calls. */
+/** Parent → worker: a task, its cancellation, the answer to one of the worker's host calls, or its priority (first, once). */
 export type TaskRequest =
+  | { type: "nice"; by: number }
   | { type: "run"; id: number; payload: unknown }
   | { type: "cancel"; id: number }
   | { type: "host-reply"; call: number; ok: true; result: unknown }

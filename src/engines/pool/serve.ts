@@ -1,6 +1,7 @@
 // The worker side of WorkerPool: a worker script calls serveTasks(handler) once; every task the
 // pool sends is handed to `handler`, and what it returns (or throws) goes back to the caller.
 // callHost() asks the parent for something only it has (its storage, say), by name.
+import { getPriority, setPriority } from "node:os";
 import { isMainThread, parentPort, type Transferable } from "node:worker_threads";
 import { describeError, type ErrorDescription, type TaskReply, type TaskRequest } from "./protocol.js";
 
@@ -45,6 +46,19 @@ function isolateMemoryMb(): number {
   return (m.heapTotal + m.external) / 2 ** 20;
 }
 
+/**
+ * Lowers this thread's priority by `by` (up to nice 19). On Linux setpriority(PRIO_PROCESS, 0)
+ * applies to the calling thread alone; elsewhere it would reach the whole process, so it is left.
+ */
+function lowerPriority(by: number): void {
+  if (process.platform !== "linux") return;
+  try {
+    setPriority(0, Math.min(19, getPriority(0) + by));
+  } catch {
+    // A container that forbids it: the work still runs, at the usual priority.
+  }
+}
+
 export function serveTasks<Req, Res>(handler: (payload: Req, ctx: TaskContext) => Res | Promise<Res>): void {
   if (isMainThread || !parentPort) throw new Error("serveTasks() must run in a worker thread started by WorkerPool");
   const port = parentPort;
@@ -56,6 +70,10 @@ export function serveTasks<Req, Res>(handler: (payload: Req, ctx: TaskContext) =
       hostCalls.delete(m.call);
       if (m.ok) waiting?.resolve(m.result);
       else waiting?.reject(new HostCallError(m.error));
+      return;
+    }
+    if (m.type === "nice") {
+      lowerPriority(m.by);
       return;
     }
     if (m.type === "cancel") {

@@ -238,8 +238,10 @@ describe("local sentence encoder", () => {
     if (load < cpus().length) expect(d.max).toBeLessThan(50);
   });
 
-  it("ATRIUM_EMBED_WORKERS sets the pool size (default 1)", () => {
-    expect(workersFromEnv({})).toBe(1);
+  it("ATRIUM_EMBED_WORKERS sets the pool size (default 2, 1 on a one-core machine)", () => {
+    expect(workersFromEnv({}, 8)).toBe(2);
+    expect(workersFromEnv({}, 1)).toBe(1);
+    expect(workersFromEnv({ ATRIUM_EMBED_WORKERS: "1" }, 8)).toBe(1);
     expect(workersFromEnv({ ATRIUM_EMBED_WORKERS: "2" })).toBe(2);
     expect(() => workersFromEnv({ ATRIUM_EMBED_WORKERS: "zero" })).toThrow(/ATRIUM_EMBED_WORKERS/);
     expect(() => workersFromEnv({ ATRIUM_EMBED_WORKERS: "0" })).toThrow(/ATRIUM_EMBED_WORKERS/);

@@ -7,8 +7,10 @@ import { bulkEveryFromEnv, EngineBusyError, LaneScheduler, laneLimitsFromEnv, ty
 type Unit = string;
 
 /** A scheduler whose units wait until finish(name) (or fail(name)); `started` lists them in start order. */
-function harness(opts: { slots?: number; limits?: Partial<Record<"interactive" | "bulk", Partial<LaneLimits>>>; initialUnitMs?: number; bulkEvery?: number } = {}) {
+function harness(opts: { slots?: number | Record<"interactive" | "bulk", number>; limits?: Partial<Record<"interactive" | "bulk", Partial<LaneLimits>>>; initialUnitMs?: number; bulkEvery?: number } = {}) {
   const started: Unit[] = [];
+  /** The lane each unit was run for, as the scheduler told run(). */
+  const lanes = new Map<Unit, string>();
   const pending = new Map<Unit, { resolve(v: string): void; reject(e: unknown): void }>();
   const limits = {
     interactive: { maxRequests: 100, maxWaitMs: 0, ...opts.limits?.interactive },
@@ -20,9 +22,10 @@ function harness(opts: { slots?: number; limits?: Partial<Record<"interactive" |
     name: "The test engine",
     initialUnitMs: opts.initialUnitMs,
     bulkEvery: opts.bulkEvery,
-    run: (unit, signal) =>
+    run: (unit, signal, lane) =>
       new Promise<string>((resolve, reject) => {
         started.push(unit);
+        lanes.set(unit, lane);
         pending.set(unit, { resolve, reject });
         signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
       }),
@@ -33,6 +36,7 @@ function harness(opts: { slots?: number; limits?: Partial<Record<"interactive" |
   return {
     scheduler,
     started,
+    lanes,
     async finish(unit: Unit) {
       const p = pending.get(unit);
       if (!p) throw new Error(`unit ${unit} is not running (started: ${started.join(" ")})`);
@@ -184,5 +188,52 @@ describe("lane scheduler", () => {
     });
     expect(() => laneLimitsFromEnv({ ATRIUM_ENCODER_INTERACTIVE_MAX_REQUESTS: "0" })).toThrow(/ATRIUM_ENCODER_INTERACTIVE_MAX_REQUESTS/);
     expect(() => laneLimitsFromEnv({ ATRIUM_ENCODER_INTERACTIVE_MAX_WAIT_MS: "soon" })).toThrow(/ATRIUM_ENCODER_INTERACTIVE_MAX_WAIT_MS/);
+  });
+
+  describe("lanes with workers of their own", () => {
+    it("runs interactive and bulk units at once, each in its own slots, telling run() the lane", async () => {
+      const h = harness({ slots: { interactive: 1, bulk: 1 }, bulkEvery: 2 });
+      const ingestion = h.scheduler.submit(units("b", 3), { lane: "bulk", project: "p1" });
+      const searches = h.scheduler.submit(units("i", 3), { project: "p2" });
+      // Neither waits for the other: one unit of each runs.
+      expect(h.started).toEqual(["b0", "i0"]);
+      expect(h.scheduler.stats().running).toBe(2);
+      await h.finish("i0");
+      await h.finish("i1");
+      // A free interactive slot never takes bulk work, and bulkEvery does not apply.
+      expect(h.started).toEqual(["b0", "i0", "i1", "i2"]);
+      await h.finish("i2");
+      expect(await searches).toEqual(["done i0", "done i1", "done i2"]);
+      expect(h.started).toEqual(["b0", "i0", "i1", "i2"]);
+      await h.drain();
+      expect(await ingestion).toHaveLength(3);
+      expect([...h.lanes]).toEqual([
+        ["b0", "bulk"],
+        ["i0", "interactive"],
+        ["i1", "interactive"],
+        ["i2", "interactive"],
+        ["b1", "bulk"],
+        ["b2", "bulk"],
+      ]);
+    });
+
+    it("estimates a lane's wait from its own queue and slots only", async () => {
+      const h = harness({ slots: { interactive: 1, bulk: 2 }, initialUnitMs: 100 });
+      void h.scheduler.submit(units("b", 10), { lane: "bulk", project: "A" });
+      expect(h.scheduler.unitsAhead("interactive", "B")).toBe(0);
+      expect(h.scheduler.estimatedWaitMs("interactive", "B")).toBe(0);
+      // Two bulk units run, eight queued: a new project waits for one of them, then its turn.
+      expect(h.scheduler.unitsAhead("bulk", "B")).toBe(1);
+      expect(h.scheduler.estimatedWaitMs("bulk", "B")).toBe(100);
+      void h.scheduler.submit(units("i", 3), { project: "A" });
+      expect(h.scheduler.unitsAhead("interactive", "B")).toBe(1);
+      expect(h.scheduler.estimatedWaitMs("interactive", "B")).toBe(150);
+      await h.drain();
+    });
+
+    it("refuses a slot count that is not a positive integer", () => {
+      expect(() => harness({ slots: { interactive: 1, bulk: 0 } })).toThrow(/slots must be positive integers/);
+      expect(() => harness({ slots: 0 })).toThrow(/slots must be positive integers/);
+    });
   });
 });

@@ -1,6 +1,7 @@
 // The generic worker pool under the sentence encoder (src/engines/pool), driven with a fixture
 // worker (test/fixtures/pool-worker.ts, started from its TypeScript source through tsx):
 // replies, transfers, queueing, task errors, crashes and replacement, cancellation, close().
+import { getPriority } from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
 import { PoolClosedError, WorkerCrashedError, WorkerPool, WorkerTaskError, recycleFromEnv, workerScript } from "../../../src/engines/pool/index.js";
 import type { FixtureTask } from "../../fixtures/pool-worker.js";
@@ -8,8 +9,8 @@ import type { FixtureTask } from "../../fixtures/pool-worker.js";
 const script = workerScript(new URL("../../fixtures/", import.meta.url).href, "pool-worker");
 const pools: WorkerPool<FixtureTask, any>[] = [];
 
-function pool(size = 1, host?: Record<string, (...args: any[]) => unknown>): WorkerPool<FixtureTask, any> {
-  const p = new WorkerPool<FixtureTask, any>({ script, size, name: "fixture", host });
+function pool(size = 1, host?: Record<string, (...args: any[]) => unknown>, nice?: number): WorkerPool<FixtureTask, any> {
+  const p = new WorkerPool<FixtureTask, any>({ script, size, name: "fixture", host, nice });
   pools.push(p);
   return p;
 }
@@ -194,5 +195,18 @@ describe("worker recycling (issue 22, defect 10)", () => {
     expect(recycleFromEnv({})).toEqual({ afterTasks: 10_000, aboveMb: 256 });
     expect(recycleFromEnv({ ATRIUM_WORKER_RECYCLE_TASKS: "0", ATRIUM_WORKER_RECYCLE_MB: "128" })).toEqual({ afterTasks: undefined, aboveMb: 128 });
     expect(() => recycleFromEnv({ ATRIUM_WORKER_RECYCLE_MB: "lots" })).toThrow(/ATRIUM_WORKER_RECYCLE_MB/);
+  });
+
+  it.runIf(process.platform === "linux")("lowers its workers' priority by `nice`, each thread's own, and not the process's", async () => {
+    const base = getPriority(0);
+    const niced = pool(2, undefined, 7);
+    const plain = pool(1);
+    const [a, b] = await Promise.all([niced.run({ op: "nice" }), niced.run({ op: "nice" })]);
+    expect(a.threadId).not.toBe(b.threadId);
+    for (const r of [a, b]) expect(r).toMatchObject({ stat: Math.min(19, base + 7), uv: Math.min(19, base + 7) });
+    expect(await plain.run({ op: "nice" })).toMatchObject({ stat: base, uv: base });
+    expect(getPriority(0)).toBe(base);
+    expect(getPriority(process.pid)).toBe(base);
+    expect(() => pool(1, undefined, 20)).toThrow(/nice must be an integer from 0 to 19/);
   });
 });
