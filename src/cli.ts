@@ -25,12 +25,16 @@ function watchConfig(server: RunningServer, first: AtriumConfig, sections: Recor
   let watching: string[] = [];
   let reloading = Promise.resolve();
   const watch = (cfg: AtriumConfig) => {
-    for (const f of watching) unwatchFile(f);
-    watching = watchedFiles(cfg);
-    for (const f of watching)
-      watchFile(f, { interval: WATCH_INTERVAL_MS, persistent: false }, (now, before) => {
-        if (now.mtimeMs !== before.mtimeMs || now.size !== before.size || now.ino !== before.ino) reload(`${f} changed`);
-      });
+    // A file watched before keeps its watcher: a new one would take its first stat after the
+    // reload, and a write made in between would never count as a change.
+    const next = watchedFiles(cfg);
+    for (const f of watching) if (!next.includes(f)) unwatchFile(f);
+    for (const f of next)
+      if (!watching.includes(f))
+        watchFile(f, { interval: WATCH_INTERVAL_MS, persistent: false }, (now, before) => {
+          if (now.mtimeMs !== before.mtimeMs || now.size !== before.size || now.ino !== before.ino) reload(`${f} changed`);
+        });
+    watching = next;
   };
   // One reload at a time, in order.
   const reload = (why: string) =>
