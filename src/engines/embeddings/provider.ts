@@ -3,6 +3,7 @@
 // scheduler (src/engines/pool/lanes.ts) run them, counts tokens and pools the vectors back in
 // order. See README.md beside this file.
 import { availableParallelism } from "node:os";
+import { integerFromEnv } from "../../common/env.js";
 import type { EmbedOptions, EmbedResult, EmbeddingsProvider } from "../../providers/types.js";
 import { bulkEveryFromEnv, LaneScheduler, laneLimitsFromEnv, WorkerPool, workerScript, type Lane, type LaneLimits } from "../pool/index.js";
 import { getEncoding } from "../tokenizer/index.js";
@@ -48,11 +49,7 @@ export class LocalEmbeddingsTimeout extends Error {
  * queue behind each other while the other core is free, and one request is shared by both.
  */
 export function workersFromEnv(env: NodeJS.ProcessEnv = process.env, cores = availableParallelism()): number {
-  const raw = env.ATRIUM_EMBED_WORKERS;
-  if (raw === undefined || raw === "") return Math.min(2, cores);
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`ATRIUM_EMBED_WORKERS must be an integer from 1 to 64, got '${raw}'`);
-  return n;
+  return integerFromEnv(env, "ATRIUM_EMBED_WORKERS", Math.min(2, cores), 1, 64);
 }
 
 /**
@@ -61,11 +58,7 @@ export function workersFromEnv(env: NodeJS.ProcessEnv = process.env, cores = ava
  * ingestion unit to end, and the niced thread takes the cores only when requests leave them idle.
  */
 export function bulkWorkersFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.ATRIUM_EMBED_BULK_WORKERS;
-  if (raw === undefined || raw === "") return 1;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 64) throw new Error(`ATRIUM_EMBED_BULK_WORKERS must be an integer from 0 to 64, got '${raw}'`);
-  return n;
+  return integerFromEnv(env, "ATRIUM_EMBED_BULK_WORKERS", 1, 0, 64);
 }
 
 /**
@@ -74,11 +67,7 @@ export function bulkWorkersFromEnv(env: NodeJS.ProcessEnv = process.env): number
  * default gives bulk work on shared workers).
  */
 export function bulkNiceFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.ATRIUM_EMBED_BULK_NICE;
-  if (raw === undefined || raw === "") return 10;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 19) throw new Error(`ATRIUM_EMBED_BULK_NICE must be an integer from 0 to 19, got '${raw}'`);
-  return n;
+  return integerFromEnv(env, "ATRIUM_EMBED_BULK_NICE", 10, 0, 19);
 }
 
 /** Characters of text counted between two turns of the event loop (~5 ms of counting). */

@@ -3,6 +3,7 @@
 // requests' units between them. A long input's windows may land in different units; its vector
 // is pooled here from theirs, as the worker pools the windows of one task (README: the
 // length-weighted mean of the window vectors, cut to `dimensions`, unit length).
+import { integerFromEnv } from "../../common/env.js";
 import { LOCAL_EMBEDDING_DIMENSIONS, WINDOW_CHARS, WINDOWS_PER_PASS } from "./constants.js";
 import { splitIntoWindows } from "./windows.js";
 
@@ -28,12 +29,7 @@ const SPLIT_SLICE_CHARS = 64_000;
 
 /** ATRIUM_ENCODER_UNIT_CHARS: most characters per unit of work (WINDOW_CHARS to 64,000). */
 export function unitCharsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.ATRIUM_ENCODER_UNIT_CHARS;
-  if (raw === undefined || raw === "") return DEFAULT_UNIT_CHARS;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < WINDOW_CHARS || n > 64_000)
-    throw new Error(`ATRIUM_ENCODER_UNIT_CHARS must be an integer from ${WINDOW_CHARS} to 64000, got '${raw}'`);
-  return n;
+  return integerFromEnv(env, "ATRIUM_ENCODER_UNIT_CHARS", DEFAULT_UNIT_CHARS, WINDOW_CHARS, 64_000);
 }
 
 /**

@@ -15,6 +15,7 @@
 // A lane holds a bounded number of requests, and a request whose first unit would start later
 // than the lane's wait bound is refused at once (EngineBusyError, with when to retry) instead of
 // waiting for its turn. The wait is estimated from how long units have been taking.
+import { integerFromEnv } from "../../common/env.js";
 
 /** Interactive work goes ahead of bulk work. */
 export type Lane = "interactive" | "bulk";
@@ -111,7 +112,6 @@ export class LaneScheduler<U, R> {
     interactive: { projects: new Map(), turns: [], requests: 0, unitsDone: 0 },
     bulk: { projects: new Map(), turns: [], requests: 0, unitsDone: 0 },
   };
-  private running = 0;
   private readonly runningIn: Record<Lane, number> = { interactive: 0, bulk: 0 };
   /** Slots per lane when lanes have their own workers; undefined when they share. */
   private readonly own: Record<Lane, number> | undefined;
@@ -183,6 +183,11 @@ export class LaneScheduler<U, R> {
     ahead += own;
     for (const [p, reqs] of q.projects) if (p !== project) ahead += Math.min(queuedUnits(reqs), own + 1);
     return ahead;
+  }
+
+  /** Units running, all lanes. */
+  private get running(): number {
+    return this.runningIn.interactive + this.runningIn.bulk;
   }
 
   /** Estimated milliseconds before a new request's first unit starts. */
@@ -276,7 +281,6 @@ export class LaneScheduler<U, R> {
   }
 
   private start(req: Request<U, R>, index: number): void {
-    this.running++;
     this.runningIn[req.lane]++;
     const started = performance.now();
     let run: Promise<R>;
@@ -289,7 +293,6 @@ export class LaneScheduler<U, R> {
       (result) => {
         const ms = performance.now() - started;
         for (const lane of this.own ? [req.lane] : LANES) this.unitMs[lane] += UNIT_MS_SMOOTHING * (ms - this.unitMs[lane]);
-        this.running--;
         this.runningIn[req.lane]--;
         this.lanes[req.lane].unitsDone++;
         if (!req.settled) {
@@ -299,7 +302,6 @@ export class LaneScheduler<U, R> {
         this.dispatch();
       },
       (e: unknown) => {
-        this.running--;
         this.runningIn[req.lane]--;
         this.finish(req, e);
         this.dispatch();
@@ -346,22 +348,12 @@ export const DEFAULT_BULK_EVERY = 8;
 
 /** ATRIUM_ENCODER_BULK_EVERY: interactive units in a row before a waiting bulk unit goes (0: never), else the default. */
 export function bulkEveryFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.ATRIUM_ENCODER_BULK_EVERY;
-  if (raw === undefined || raw === "") return DEFAULT_BULK_EVERY;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 1_000_000) throw new Error(`ATRIUM_ENCODER_BULK_EVERY must be an integer from 0 to 1000000, got '${raw}'`);
-  return n;
+  return integerFromEnv(env, "ATRIUM_ENCODER_BULK_EVERY", DEFAULT_BULK_EVERY, 0, 1_000_000);
 }
 
 /** Each lane's bounds from the environment (docs/operations.md), else the defaults. */
 export function laneLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): Record<Lane, LaneLimits> {
-  const read = (name: string, fallback: number, min: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return fallback;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > 1e9) throw new Error(`${name} must be an integer from ${min} to 1000000000, got '${raw}'`);
-    return n;
-  };
+  const read = (name: string, fallback: number, min: number) => integerFromEnv(env, name, fallback, min, 1e9);
   const limits = {} as Record<Lane, LaneLimits>;
   for (const lane of LANES) {
     const e = LIMIT_ENV[lane];

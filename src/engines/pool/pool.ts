@@ -34,7 +34,7 @@ export interface WorkerPoolOptions {
    */
   host?: Record<string, (...args: any[]) => unknown>;
   /**
-   * Lowers each worker thread's scheduling priority by this much (nice, 1 to 19), so that the
+   * Lowers each worker thread's scheduling priority by this much (nice, 0 to 19; 0 changes nothing), so that the
    * operating system runs the process's other threads first when the cores are busy: background
    * work (ingestion) yields to requests someone waits for. Linux only, where a thread's nice
    * value is its own; elsewhere setpriority would renice the whole process, so nothing changes.
