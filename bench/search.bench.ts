@@ -20,15 +20,24 @@
  * recall@10: the share of the exact top-10 chunk ids that the graph's top-10 also has.
  * Build figures: ingestion into SQLite (+FTS), loading the dense cache, building the graph (worker
  * thread), and reloading the kept graph file as after a restart.
+ *
+ * Footprint (issue 21, item 4: peak RSS ≤ 450 MB at 100k): a child process that has only the
+ * database (no corpus, no exact baseline index) opens the index, loads the store's vectors, builds
+ * the graph, serves the queries, then reopens the index as after a restart (kept graph file loaded)
+ * and serves them again; its peak RSS (VmHWM) over all of that is what a server holding that store
+ * needs.
  */
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { openSqliteRecordStore } from "../src/storage/sqlite-records.js";
 import { SEARCH_MIGRATION, SqliteSearchIndex, type ChunkInput, type Filter, type SearchMode } from "../src/engines/search/index.js";
-import { arg } from "./harness.js";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { arg, rssOf } from "./harness.js";
 
 const SIZES = arg("sizes", "10000,100000").split(",").map(Number);
+const FOOTPRINT_TARGET_MB = 450;
 const QUERIES = Number(arg("queries", "200"));
 const DIM = Number(arg("dim", "512"));
 const LATENT = Number(arg("latent", "32"));
@@ -229,10 +238,74 @@ async function benchSize(n: number): Promise<void> {
     const [, reloadMs] = await timed(() => reopened.settle("vs_bench"));
     console.log(`\nrestart: dense cache + kept HNSW file loaded in ${(reloadMs / 1000).toFixed(2)} s (state ${reopened.inspect("vs_bench").ann}); ${mb()}`);
     await reopened.close();
+    footprint(path.join(dir, "bench.db"), annThreshold, n);
   } finally {
     await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Runs the footprint child on the database and prints its peak RSS. */
+function footprint(db: string, annThreshold: number, n: number): void {
+  const child = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "--footprint", db, "--threshold", String(annThreshold), "--dim", String(DIM), "--queries", String(QUERIES)], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const r = JSON.parse(child.stdout.trim().split("\n").pop() ?? "{}") as { start?: number; loaded?: number; built?: number; restarted?: number; peak?: number };
+  if (child.status !== 0 || r.peak === undefined) {
+    console.log(`footprint child failed (exit ${child.status}): ${child.stdout}`);
+    process.exitCode = 1;
+    return;
+  }
+  const mbs = (b: number) => `${Math.round(b / 1e6)} MB`;
+  const vectors = n * DIM * 4;
+  console.log(
+    `\nfootprint (a process with only the database: load, graph build, ${QUERIES} hybrid searches, restart with the kept graph, the searches again; 1 MB = 10^6 bytes):\n` +
+      `  peak RSS ${mbs(r.peak)} (the vectors alone: ${mbs(vectors)}); RSS at start ${mbs(r.start!)}, after the load ${mbs(r.loaded!)}, after the build ${mbs(r.built!)}, after the restart ${mbs(r.restarted!)}\n` +
+      `  target ≤ ${FOOTPRINT_TARGET_MB} MB at 100k: ${n === 100_000 ? (r.peak <= FOOTPRINT_TARGET_MB * 1e6 ? "meets" : "MISSED") : "(set at 100,000)"}`,
+  );
+}
+
+/** The footprint child: only the database, then what a server does with the store (see the header). */
+async function footprintChild(db: string): Promise<void> {
+  const annThreshold = Number(arg("threshold", "20000"));
+  const store = openSqliteRecordStore(db, { migrations: [SEARCH_MIGRATION] });
+  const indexDir = fs.mkdtempSync(path.join(os.tmpdir(), "atrium-search-footprint-"));
+  const rss = () => rssOf(process.pid).rss;
+  const out: Record<string, number> = { start: rss() };
+  try {
+    // Queries like the corpus's (a topic's latent plus noise, four of its words), without the corpus.
+    const qs = Array.from({ length: QUERIES }, () => {
+      const t = Math.floor(rnd() * TOPICS);
+      const z = topicCentres[t]!.map((c) => c + 0.7 * gauss() + 0.3 * gauss());
+      return { text: Array.from({ length: 4 }, () => topicWords[t]![Math.floor(rnd() * 12)]!).join(" "), vector: embedLatent(z, NOISE) };
+    });
+    const serve = async (index: SqliteSearchIndex) => {
+      for (const q of qs) await index.search("vs_bench", { text: [q.text], vector: [q.vector], limit: 10 });
+    };
+    let index = new SqliteSearchIndex(store.db, { annThreshold, indexDir });
+    await index.search("vs_bench", { text: ["x"], vector: [qs[0]!.vector], limit: 10 });
+    out.loaded = rss();
+    await index.settle("vs_bench");
+    await serve(index);
+    out.built = rss();
+    await index.close();
+    index = new SqliteSearchIndex(store.db, { annThreshold, indexDir });
+    await index.settle("vs_bench");
+    await serve(index);
+    out.restarted = rss();
+    await index.close();
+    out.peak = rssOf(process.pid).hwm;
+  } finally {
+    await store.close();
+    fs.rmSync(indexDir, { recursive: true, force: true });
+  }
+  console.log(JSON.stringify(out));
+}
+
+if (process.argv.includes("--footprint")) {
+  await footprintChild(arg("footprint", ""));
+  process.exit(0);
 }
 
 console.log(`# search engine bench (node ${process.version}, ${os.cpus().length} CPUs, ${QUERIES} queries per row, limit 10)`);

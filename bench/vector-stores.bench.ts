@@ -303,7 +303,7 @@ async function latency(docVecs: Map<string, Float32Array>) {
       await warm(5);
       if (chunks > 20_000) {
         const deadline = Date.now() + 600_000;
-        while (!(existsSync(graph) && readdirSync(graph).some((f) => f.endsWith(".hnsw")))) {
+        while (!(existsSync(graph) && readdirSync(graph).some((f) => f.endsWith(".graph")))) {
           if (Date.now() > deadline) throw new Error("HNSW graph not built in 10 minutes");
           await sleep(500);
         }

@@ -50,7 +50,7 @@ function isolateMemoryMb(): number {
  * Lowers this thread's priority by `by` (up to nice 19). On Linux setpriority(PRIO_PROCESS, 0)
  * applies to the calling thread alone; elsewhere it would reach the whole process, so it is left.
  */
-function lowerPriority(by: number): void {
+export function lowerPriority(by: number): void {
   if (process.platform !== "linux") return;
   try {
     setPriority(0, Math.min(19, getPriority(0) + by));

@@ -1,27 +1,34 @@
 /**
  * The dense retriever of one vector store: its vectors in memory, an exact scan, and past a size
- * threshold an HNSW graph (hnswlib-node, inner-product space over L2-normalised vectors).
+ * threshold an HNSW graph (hnsw.ts, inner-product space over L2-normalised vectors).
  *
  * SQLite stays the source of truth; everything here is a cache rebuilt from its BLOBs:
- * - `vectors` holds every live vector (Float32, `dim` per slot). The exact scan reads it, and it is
- *   what fresh chunks are scored from before the graph has them. Removal swaps the last slot in.
+ * - The vectors live in one `VectorSlab` (a shared WebAssembly memory), `dim` floats per slot. The
+ *   exact scan reads them, fresh chunks are scored from them before the graph has them, and the
+ *   graph reads them too: it holds links and slot numbers only, so a store's vectors are in memory
+ *   once, whatever the graph does.
  * - Labels are SQLite rowids of `search_chunks` (AUTOINCREMENT: never reused), so a label names
  *   one immutable chunk for ever: re-adding a chunk id is a delete plus an insert with a new rowid.
- * - The graph is built in a worker thread (building 100k vectors takes about a minute; the event
- *   loop must not stall), written to `<indexDir>/<store ord>.hnsw` and loaded from that file.
- *   Chunks added after the build are `pending`: scanned exactly at search time and drained into
- *   the graph in ≤ 8 ms slices; removals are tombstones (`markDelete`). Too many of either and the
- *   graph is rebuilt in the worker. The file is only ever written by a build, then renamed into
- *   place; at start-up it is loaded and reconciled with SQLite (tombstones for rows gone, pending
- *   for rows added), so a stale or missing file costs time, never correctness.
+ * - A slot is stable while a graph node or a build uses it: removing such a chunk leaves its slot
+ *   dead (skipped by scans, walked through by the graph: a tombstone) until the next build; any
+ *   other removal moves the last slot into the hole.
+ * - The graph is built in a worker thread over the same memory (building 100k vectors takes about
+ *   a minute; the event loop must not stall), written to `<indexDir>/<store ord>.graph`. Chunks
+ *   added after the build are `pending`: scanned exactly at search time and drained into the graph
+ *   in ≤ 8 ms slices. Too many pending or dead and the graph is rebuilt in the worker. The file is
+ *   only ever written by a build, then renamed into place; at start-up it is loaded and reconciled
+ *   with SQLite (nodes whose chunk is gone keep no vector, rows added become pending), so a stale
+ *   or missing file costs time, never correctness.
  */
-import { createRequire } from "node:module";
 import { existsSync, mkdirSync, renameSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import hnswlib from "hnswlib-node";
-import type { HierarchicalNSW } from "hnswlib-node";
+import { workerScript } from "../pool/script.js";
+import { graphFileName, readGraphFile } from "./hnsw-files.js";
+import { HnswGraph, type GraphParts } from "./hnsw.js";
+import { dotAt } from "./vector-math.js";
+import { VectorSlab, type SlabHandle } from "./vector-slab.js";
 
 export interface DenseOptions {
   /** The graph serves a search once it would scan more than this many vectors exactly. */
@@ -46,22 +53,13 @@ export interface DenseHit {
   sim: number;
 }
 
-const require = createRequire(import.meta.url);
-const HNSWLIB_PATH = require.resolve("hnswlib-node");
 const DRAIN_SLICE_MS = 8;
+/** Candidates the exact scan rescores beyond k (f32 ranking errors are ~1e-7; this is plenty). */
+const EXACT_SLACK = 8;
 
-/** Dot product with four accumulators (measurably faster in V8 than one). */
+/** Dot product of `q` with the `dim` floats of `m` from `off`. */
 export function dot(q: Float32Array, m: Float32Array, off: number, dim: number): number {
-  let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  let j = 0;
-  for (; j + 3 < dim; j += 4) {
-    s0 += q[j]! * m[off + j]!;
-    s1 += q[j + 1]! * m[off + j + 1]!;
-    s2 += q[j + 2]! * m[off + j + 2]!;
-    s3 += q[j + 3]! * m[off + j + 3]!;
-  }
-  for (; j < dim; j++) s0 += q[j]! * m[off + j]!;
-  return s0 + s1 + s2 + s3;
+  return dotAt(q, 0, m, off, dim);
 }
 
 /** The best k by similarity, best first (k ≤ a few hundred: insertion into a sorted array). */
@@ -92,45 +90,28 @@ class TopK {
   }
 }
 
-/** Runs one HNSW build in a worker thread; the worker writes the graph to `file`. */
-function buildInWorker(
-  vectors: Float32Array,
-  labels: Float64Array,
-  dim: number,
-  opts: DenseOptions,
-  file: string,
-  onWorker: (w: Worker) => void,
-): Promise<void> {
-  // Plain CommonJS, evaluated: works the same under tsx, vitest and the compiled server.
-  const source = `
-    const { parentPort, workerData: w } = require("node:worker_threads");
-    try {
-      const { HierarchicalNSW } = require(w.modulePath);
-      const vectors = new Float32Array(w.vectors);
-      const index = new HierarchicalNSW("ip", w.dim);
-      index.initIndex({ maxElements: Math.max(1, w.labels.length), m: w.m, efConstruction: w.efConstruction, randomSeed: 100 });
-      const row = new Array(w.dim);
-      for (let i = 0; i < w.labels.length; i++) {
-        for (let j = 0; j < w.dim; j++) row[j] = vectors[i * w.dim + j];
-        index.addPoint(row, w.labels[i]);
-      }
-      index.writeIndexSync(w.file);
-      parentPort.postMessage({ ok: true });
-    } catch (err) {
-      parentPort.postMessage({ ok: false, error: String(err && err.stack || err) });
-    }
-  `;
+/** What a build worker is given: the slab, the slots to insert (node i is `slots[i]`) and their labels. */
+export interface GraphBuildTask {
+  slab: SlabHandle;
+  slots: Int32Array;
+  labels: Float64Array;
+  m: number;
+  efConstruction: number;
+  /** Where the worker writes the graph file (a temporary name, renamed by the caller). */
+  file: string;
+}
+
+export type GraphBuildReply = { ok: true; parts: GraphParts } | { ok: false; error: string };
+
+/** Runs one graph build in a worker thread; the worker writes `task.file` and sends the graph back. */
+function buildInWorker(task: GraphBuildTask, onWorker: (w: Worker) => void): Promise<GraphParts> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(source, {
-      eval: true,
-      workerData: { modulePath: HNSWLIB_PATH, vectors: vectors.buffer, labels, dim, m: opts.m, efConstruction: opts.efConstruction, file },
-      transferList: [vectors.buffer as ArrayBuffer],
-    });
+    const worker = new Worker(workerScript(import.meta.url, "hnsw-build-worker"), { workerData: task });
     onWorker(worker);
     let settled = false;
-    worker.once("message", (msg: { ok: boolean; error?: string }) => {
+    worker.once("message", (msg: GraphBuildReply) => {
       settled = true;
-      if (msg.ok) resolve();
+      if (msg.ok) resolve(msg.parts);
       else reject(new Error(`HNSW build failed: ${msg.error}`));
     });
     worker.once("error", (err) => {
@@ -162,16 +143,20 @@ export class DenseStore {
   /** True while the initial load from SQLite is still filling the cache. */
   loading = true;
 
-  private vectors = new Float32Array(0);
+  private slab: VectorSlab | null = null;
+  /** Slots in use: the live ones and the dead ones a graph or a build still needs. */
+  private used = 0;
+  // Per slot: its label (NaN: dead), its file's ordinal (−1: dead), its graph node (−1: none).
   private labels = new Float64Array(0);
   private fileOrds = new Int32Array(0);
+  private slotNode = new Int32Array(0);
   private readonly slotOf = new Map<number, number>();
   // Files get small integer ordinals, so a filter's allowed set is a byte per file.
   private readonly fileOrdOf = new Map<string, number>();
   private readonly fileChunks: number[] = [];
 
-  private ann: HierarchicalNSW | null = null;
-  private annEf = 0;
+  private ann: HnswGraph | null = null;
+  /** Graph nodes whose chunk is gone (their slot dead, or their vector never found). */
   private tombstones = 0;
   private pending = new Set<number>();
   private building: Promise<void> | null = null;
@@ -192,9 +177,9 @@ export class DenseStore {
     this.version = version;
   }
 
-  /** Memory this cache holds: the vectors (4 bytes a dimension) and, with a graph, its copy and links. */
+  /** Memory this cache holds: the slots in use (4 bytes a dimension) and the graph's links. */
   get bytes(): number {
-    return this.size * this.dim * 4 * (this.ann ? 2 : 1) + (this.ann ? this.size * this.opts.m * 2 * 4 : 0);
+    return this.used * this.dim * 4 + (this.ann ? this.ann.bytes : 0);
   }
 
   get annState(): AnnState {
@@ -220,11 +205,13 @@ export class DenseStore {
     const dim = data instanceof Float32Array ? data.length : data.byteLength / 4;
     if (this.dim === 0) this.dim = dim;
     else if (dim !== this.dim) throw new RangeError(`vector has ${dim} dimensions; the store's have ${this.dim}`);
-    if (this.size === this.labels.length) this.grow();
-    const slot = this.size++;
-    if (data instanceof Float32Array) this.vectors.set(data, slot * dim);
+    if (this.used === this.labels.length) this.grow();
+    const slab = this.slab!;
+    const slot = this.used++;
+    this.size++;
+    if (data instanceof Float32Array) slab.vectors.set(data, slot * dim);
     // BLOBs may sit at any byte offset: copy the bytes, never view them as floats in place.
-    else new Uint8Array(this.vectors.buffer, slot * dim * 4, dim * 4).set(data);
+    else new Uint8Array(slab.vectors.buffer, slab.address(slot), dim * 4).set(data);
     this.labels[slot] = label;
     let ord = this.fileOrdOf.get(fileId);
     if (ord === undefined) {
@@ -233,6 +220,7 @@ export class DenseStore {
       this.fileChunks.push(0);
     }
     this.fileOrds[slot] = ord;
+    this.slotNode[slot] = -1;
     this.fileChunks[ord]!++;
     this.slotOf.set(label, slot);
     if (this.ann || this.building) this.pending.add(label);
@@ -244,45 +232,57 @@ export class DenseStore {
     if (slot === undefined) return;
     this.slotOf.delete(label);
     this.fileChunks[this.fileOrds[slot]!]!--;
-    const last = --this.size;
-    if (slot !== last) {
-      const dim = this.dim;
-      this.vectors.copyWithin(slot * dim, last * dim, (last + 1) * dim);
-      this.labels[slot] = this.labels[last]!;
-      this.fileOrds[slot] = this.fileOrds[last]!;
-      this.slotOf.set(this.labels[slot]!, slot);
+    this.size--;
+    this.pending.delete(label);
+    this.labels[slot] = NaN;
+    this.fileOrds[slot] = -1;
+    if (this.slotNode[slot]! >= 0) this.tombstones++;
+    // A slot a graph node or a running build reads stays until the next build.
+    if (this.slotNode[slot]! < 0 && !this.building) this.release(slot);
+  }
+
+  /** Frees a dead slot no graph node needs: the last slot moves into it. */
+  private release(slot: number): void {
+    const last = --this.used;
+    if (slot === last) return;
+    const dim = this.dim;
+    const vectors = this.slab!.vectors;
+    vectors.copyWithin(slot * dim, last * dim, (last + 1) * dim);
+    const label = this.labels[last]!;
+    this.labels[slot] = label;
+    this.fileOrds[slot] = this.fileOrds[last]!;
+    const node = this.slotNode[last]!;
+    this.slotNode[slot] = node;
+    if (node >= 0) this.ann!.nodeSlot[node] = slot;
+    if (!Number.isNaN(label)) this.slotOf.set(label, slot);
+  }
+
+  /** Frees every dead slot no graph node needs (after a build, or when the graph is dropped). */
+  private releaseDead(): void {
+    for (let slot = this.used - 1; slot >= 0; slot--) {
+      if (Number.isNaN(this.labels[slot]!) && this.slotNode[slot]! < 0) this.release(slot);
     }
-    if (this.pending.delete(label)) return;
-    // In the graph: tombstone. (A build in flight gets its tombstones when it is swapped in.)
-    if (this.ann) this.markDeleted(this.ann, label);
   }
 
   private grow(): void {
-    const cap = Math.max(1024, this.labels.length * 2);
-    const vectors = new Float32Array(cap * this.dim);
-    vectors.set(this.vectors.subarray(0, this.size * this.dim));
+    const cap = Math.max(1024, Math.ceil(this.labels.length * 1.5));
+    if (!this.slab) this.slab = VectorSlab.create(this.dim, cap);
+    else this.slab.reserve(cap); // in place: a shared memory grows without moving
     const labels = new Float64Array(cap);
-    labels.set(this.labels.subarray(0, this.size));
+    labels.set(this.labels.subarray(0, this.used));
     const fileOrds = new Int32Array(cap);
-    fileOrds.set(this.fileOrds.subarray(0, this.size));
-    this.vectors = vectors;
+    fileOrds.set(this.fileOrds.subarray(0, this.used));
+    const slotNode = new Int32Array(cap);
+    slotNode.set(this.slotNode.subarray(0, this.used));
     this.labels = labels;
     this.fileOrds = fileOrds;
-  }
-
-  private markDeleted(ann: HierarchicalNSW, label: number): void {
-    try {
-      ann.markDelete(label);
-      this.tombstones++;
-    } catch {
-      // already a tombstone (a reloaded file keeps them)
-    }
+    this.slotNode = slotNode;
   }
 
   /** Cosine similarity of a stored chunk to a normalised query, or undefined without a vector. */
   similarity(label: number, q: Float32Array): number | undefined {
     const slot = this.slotOf.get(label);
-    return slot === undefined ? undefined : dot(q, this.vectors, slot * this.dim, this.dim);
+    return slot === undefined ? undefined : dot(q, this.slab!.vectors, slot * this.dim, this.dim);
   }
 
   /**
@@ -305,9 +305,9 @@ export class DenseStore {
   /**
    * The k nearest live vectors to `q` (normalised), restricted to `allow` when given, best first.
    * Exact when at most `annThreshold` vectors are candidates or no graph is ready; otherwise the
-   * graph (with the filter as its admission callback, so a filter never cuts a top-k short), plus
-   * an exact scan of the pending vectors. A graph answer shorter than it must be falls back to
-   * the exact scan.
+   * graph (with the filter as its admission test, so a filter never cuts a top-k short), plus an
+   * exact scan of the pending vectors. A graph answer shorter than it must be falls back to the
+   * exact scan. Similarities are exact either way (the graph's hits are rescored).
    */
   search(q: Float32Array, k: number, allow?: { allowed: Uint8Array; count: number }): DenseHit[] {
     if (q.length !== this.dim) throw new RangeError(`query vector has ${q.length} dimensions; the store's have ${this.dim}`);
@@ -321,53 +321,64 @@ export class DenseStore {
     this.counters.ann++;
 
     const allowed = allow?.allowed;
+    const { dim, fileOrds } = this;
+    const vectors = this.slab!.vectors;
     const top = new TopK(k);
     let pendingAllowed = 0;
     for (const label of this.pending) {
       const slot = this.slotOf.get(label)!;
-      if (allowed && !allowed[this.fileOrds[slot]!]) continue;
+      if (allowed && !allowed[fileOrds[slot]!]) continue;
       pendingAllowed++;
-      top.push(label, dot(q, this.vectors, slot * this.dim, this.dim));
+      top.push(label, dot(q, vectors, slot * dim, dim));
     }
     const want = Math.min(k, candidates - pendingAllowed);
     if (want > 0) {
-      const ef = Math.max(this.opts.efSearch, want);
-      if (ef !== this.annEf) {
-        ann.setEf(ef);
-        this.annEf = ef;
-      }
-      const filter = allowed
-        ? (label: number) => {
-            const slot = this.slotOf.get(label);
-            return slot !== undefined && allowed[this.fileOrds[slot]!] === 1;
-          }
-        : undefined;
-      const res = ann.searchKnn(Array.from(q), want, filter);
-      if (res.neighbors.length < want) {
+      const nodeSlot = ann.nodeSlot;
+      const accept = (node: number) => {
+        const ord = fileOrds[nodeSlot[node]!]!;
+        return ord >= 0 && (!allowed || allowed[ord] === 1);
+      };
+      const res = ann.search(q, want, Math.max(this.opts.efSearch, want), accept);
+      if (res.nodes.length < want) {
         this.counters.fallback++;
         return this.exact(q, k, allowed);
       }
-      for (let i = 0; i < res.neighbors.length; i++) top.push(res.neighbors[i]!, 1 - res.distances[i]!);
-    }
-    return top.hits();
-  }
-
-  /** Exact scan, restricted to the allowed file ordinals when given. */
-  exact(q: Float32Array, k: number, allowed?: Uint8Array): DenseHit[] {
-    const top = new TopK(k);
-    const { dim, vectors, labels, fileOrds } = this;
-    for (let slot = 0; slot < this.size; slot++) {
-      if (allowed && !allowed[fileOrds[slot]!]) continue;
-      const sim = dot(q, vectors, slot * dim, dim);
-      if (sim > top.floor) top.push(labels[slot]!, sim);
+      for (const node of res.nodes) {
+        const slot = nodeSlot[node]!;
+        top.push(this.labels[slot]!, dot(q, vectors, slot * dim, dim));
+      }
     }
     return top.hits();
   }
 
   /**
+   * Exact scan, restricted to the allowed file ordinals when given. The slab's f32 kernel ranks
+   * every candidate (several times faster than a JavaScript loop: this runs on the event loop); the
+   * best few more than k are then rescored in double precision, so scores are the exact ones and
+   * a near tie at the cut is settled as a full double-precision scan would.
+   */
+  exact(q: Float32Array, k: number, allowed?: Uint8Array): DenseHit[] {
+    const slab = this.slab;
+    if (!slab || k <= 0) return [];
+    const { dim, labels, fileOrds } = this;
+    slab.scratch.set(q);
+    const rough = new TopK(k + EXACT_SLACK);
+    for (let slot = 0; slot < this.used; slot++) {
+      const ord = fileOrds[slot]!;
+      if (ord < 0 || (allowed && !allowed[ord])) continue;
+      const sim = slab.dot(0, slab.address(slot), dim);
+      if (sim > rough.floor) rough.push(slot, sim);
+    }
+    const top = new TopK(k);
+    for (const slot of rough.labels) top.push(labels[slot]!, dot(q, slab.vectors, slot * dim, dim));
+    return top.hits();
+  }
+
+  /**
    * Keeps the graph in line with the size: build it past the threshold, drop it well below
-   * (hysteresis: half the threshold), rebuild it when pending or tombstones pile up, otherwise
-   * drain pending vectors into it. Called after each batch of changes.
+   * (hysteresis: half the threshold), rebuild it when pending or tombstones pile up (a quarter of
+   * the graph: the dead slots a tombstone keeps are memory), otherwise drain pending vectors into
+   * it. Called after each batch of changes.
    */
   maintain(): void {
     if (this.closed || this.loading || this.building) return;
@@ -377,18 +388,24 @@ export class DenseStore {
       return;
     }
     if (this.size <= annThreshold / 2) {
-      this.ann = null;
-      this.pending.clear();
-      this.tombstones = 0;
+      this.dropGraph();
       if (this.opts.indexDir) unlinkQuietly(this.indexFile());
       return;
     }
-    const inGraph = this.size - this.pending.size;
-    if (this.pending.size > Math.max(1000, inGraph / 4) || this.tombstones > Math.max(1000, inGraph)) {
+    const inGraph = this.ann.count;
+    if (this.pending.size > Math.max(1000, inGraph / 4) || this.tombstones > Math.max(1000, inGraph / 4)) {
       if (Date.now() >= this.retryBuildAt) this.startBuild();
     } else if (this.pending.size > 0) {
       this.scheduleDrain();
     }
+  }
+
+  private dropGraph(): void {
+    this.ann = null;
+    this.pending.clear();
+    this.tombstones = 0;
+    this.slotNode.fill(-1, 0, this.used);
+    if (!this.building) this.releaseDead();
   }
 
   /** Loads the graph kept by an earlier build, if any, and reconciles it. False when there is none. */
@@ -396,17 +413,17 @@ export class DenseStore {
     if (!this.opts.indexDir || this.dim === 0) return false;
     const file = this.indexFile();
     if (!existsSync(file)) return false;
-    const ann = new hnswlib.HierarchicalNSW("ip", this.dim);
+    let parts: GraphParts;
     try {
-      await ann.readIndex(file);
-      if (ann.getNumDimensions() !== this.dim) throw new Error("dimension mismatch");
+      parts = await readGraphFile(file);
+      if (parts.dim !== this.dim || parts.m !== this.opts.m) throw new Error("another shape");
     } catch {
-      unlinkQuietly(file); // unreadable: rebuild
+      unlinkQuietly(file); // unreadable or built for another shape: rebuild
       return false;
     }
     if (this.closed) return false;
-    this.swapIn(ann, ann.getIdsList());
-    return true;
+    this.swapIn(parts, null);
+    return this.ann !== null;
   }
 
   /** Stops background work and forgets the graph (the file stays unless `deleteFile`). */
@@ -419,27 +436,28 @@ export class DenseStore {
   }
 
   private indexFile(): string {
-    return join(this.opts.indexDir!, `${this.ord}.hnsw`);
+    return join(this.opts.indexDir!, graphFileName(this.ord));
   }
 
   private startBuild(): void {
-    const n = this.size;
-    const dim = this.dim;
-    // A snapshot for the worker (transferred, so copied once); labels kept to diff at swap time.
-    const vectors = this.vectors.slice(0, n * dim);
-    const labels = this.labels.slice(0, n);
+    // The live slots, in slot order: node i of the new graph is slots[i].
+    const slots = new Int32Array(this.size);
+    const labels = new Float64Array(this.size);
+    for (let slot = 0, i = 0; slot < this.used; slot++) {
+      if (this.fileOrds[slot]! < 0) continue;
+      slots[i] = slot;
+      labels[i++] = this.labels[slot]!;
+    }
     const dir = this.opts.indexDir ?? tmpdir();
     mkdirSync(dir, { recursive: true });
-    const tmp = join(dir, `${this.ord}.hnsw.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`);
+    const tmp = join(dir, `${graphFileName(this.ord)}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`);
+    const task: GraphBuildTask = { slab: this.slab!.handle, slots, labels, m: this.opts.m, efConstruction: this.opts.efConstruction, file: tmp };
     this.building = (async () => {
       try {
-        await buildInWorker(vectors, labels, dim, this.opts, tmp, (w) => (this.buildWorker = w));
-        if (this.closed) return;
-        const ann = new hnswlib.HierarchicalNSW("ip", dim);
-        await ann.readIndex(tmp);
+        const parts = await buildInWorker(task, (w) => (this.buildWorker = w));
         if (this.closed) return;
         if (this.opts.indexDir) renameSync(tmp, this.indexFile());
-        this.swapIn(ann, labels);
+        this.swapIn(parts, slots);
         this.lastError = null;
       } catch (err) {
         this.lastError = err as Error;
@@ -450,27 +468,45 @@ export class DenseStore {
       }
     })().finally(() => {
       this.building = null;
+      if (!this.closed) this.releaseDead();
       this.maintain();
     });
   }
 
-  /** Makes `ann` (holding `labels`) the graph: tombstones for what went away, pending for what came. */
-  private swapIn(ann: HierarchicalNSW, labels: ArrayLike<number>): void {
-    this.tombstones = 0;
-    const inGraph = new Set<number>();
-    for (let i = 0; i < labels.length; i++) {
-      const label = labels[i]!;
-      inGraph.add(label);
-      if (!this.slotOf.has(label)) this.markDeleted(ann, label);
+  /**
+   * Makes the graph in `parts` the store's: each node finds its slot (`slots` when the build's
+   * slots are still where they were, else by label: a reloaded file), nodes whose chunk is gone
+   * become tombstones, and live labels the graph lacks become pending. The previous graph's
+   * tombstones that the new one does not have are released.
+   */
+  private swapIn(parts: GraphParts, slots: Int32Array | null): void {
+    const ann = HnswGraph.fromParts(this.slab!, { m: this.opts.m, efConstruction: this.opts.efConstruction }, parts);
+    this.slotNode.fill(-1, 0, this.used);
+    let tombstones = 0;
+    for (let node = 0; node < parts.count; node++) {
+      const slot = slots ? slots[node]! : this.slotOf.get(parts.labels[node]!);
+      if (slot === undefined) {
+        tombstones++; // its chunk went while no process had the store loaded: no vector to walk through
+        continue;
+      }
+      ann.nodeSlot[node] = slot;
+      this.slotNode[slot] = node;
+      if (Number.isNaN(this.labels[slot]!)) tombstones++;
+    }
+    // A graph whose entry point has no vector cannot be searched: serve exactly and rebuild.
+    if (ann.entry >= 0 && ann.nodeSlot[ann.entry]! < 0) {
+      this.dropGraph();
+      this.tombstones = Math.max(1001, parts.count);
+      return;
     }
     const pending = new Set<number>();
-    for (let slot = 0; slot < this.size; slot++) {
-      const label = this.labels[slot]!;
-      if (!inGraph.has(label)) pending.add(label);
+    for (let slot = 0; slot < this.used; slot++) {
+      if (this.slotNode[slot]! < 0 && this.fileOrds[slot]! >= 0) pending.add(this.labels[slot]!);
     }
     this.ann = ann;
-    this.annEf = 0;
+    this.tombstones = tombstones;
     this.pending = pending;
+    if (!this.building) this.releaseDead();
   }
 
   private scheduleDrain(): void {
@@ -483,12 +519,9 @@ export class DenseStore {
         return;
       }
       const start = performance.now();
-      const row = new Array<number>(this.dim);
       for (const label of this.pending) {
         const slot = this.slotOf.get(label)!;
-        for (let j = 0, off = slot * this.dim; j < this.dim; j++) row[j] = this.vectors[off + j]!;
-        if (ann.getCurrentCount() >= ann.getMaxElements()) ann.resizeIndex(Math.ceil(ann.getMaxElements() * 1.5) + 16);
-        ann.addPoint(row, label);
+        this.slotNode[slot] = ann.insert(slot, label);
         this.pending.delete(label);
         if (performance.now() - start > DRAIN_SLICE_MS) break;
       }

@@ -34,7 +34,7 @@ export { denseCacheBytesFromEnv } from "./dense-cache.js";
 
 export interface SqliteSearchOptions extends SearchIndexOptions {
   /**
-   * Where built HNSW graphs are kept, one `<ord>.hnsw` per store. Default: `<database file>.search`
+   * Where built HNSW graphs are kept, one `<ord>.graph` per store. Default: `<database file>.search`
    * beside the database; null (and the default for an in-memory database): not kept, rebuilt
    * after a restart.
    */

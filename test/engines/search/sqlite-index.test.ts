@@ -34,7 +34,7 @@ describe("HNSW graph kept beside the database, and changes from another connecti
     await a.settle("vs_p");
     expect(a.inspect("vs_p").ann).toBe("ready");
     const kept = fs.readdirSync(`${file}.search`);
-    expect(kept).toEqual(["1.hnsw"]);
+    expect(kept).toEqual(["1.graph"]);
     await a.close();
 
     // Changed while nobody held the graph: one file gone, one chunk added.
