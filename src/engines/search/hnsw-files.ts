@@ -9,8 +9,8 @@
  * (i32 × upper ints). A file is checked whole before use: a torn or foreign file is refused (the
  * store rebuilds its graph), never trusted into an out-of-range link.
  */
-import { readdirSync, statSync, unlinkSync, writeFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { closeSync, openSync, readdirSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { join } from "node:path";
 import type { GraphParts } from "./hnsw.js";
 
@@ -55,28 +55,46 @@ export function sweepGraphFiles(dir: string, liveOrds: () => Set<number>): void 
 
 const pad4 = (n: number) => Math.ceil(n / 4) * 4;
 
-/** Writes a graph file (a build worker writes it under a temporary name). */
+/** Writes a graph file (a build worker writes it under a temporary name), section by section. */
 export function writeGraphFile(file: string, g: GraphParts): void {
-  const levelsAt = HEADER + g.count * 8;
-  const links0At = levelsAt + pad4(g.count);
-  const upperAt = links0At + g.links0.byteLength;
-  const out = new ArrayBuffer(upperAt + g.upper.byteLength);
-  const view = new DataView(out);
-  new Uint8Array(out).set(Buffer.from(MAGIC, "latin1"), 0);
-  [g.dim, g.m, g.count, g.entry, g.maxLevel, g.upper.length, 0, 0].forEach((v, i) => view.setInt32(8 + i * 4, v, true));
-  new Float64Array(out, HEADER, g.count).set(g.labels.subarray(0, g.count));
-  new Uint8Array(out, levelsAt, g.count).set(g.levels.subarray(0, g.count));
-  new Int32Array(out, links0At, g.links0.length).set(g.links0);
-  new Int32Array(out, upperAt, g.upper.length).set(g.upper);
-  writeFileSync(file, new Uint8Array(out));
+  const header = Buffer.alloc(HEADER);
+  header.write(MAGIC, 0, "latin1");
+  [g.dim, g.m, g.count, g.entry, g.maxLevel, g.upper.length, 0, 0].forEach((v, i) => header.writeInt32LE(v, 8 + i * 4));
+  const bytes = (a: Float64Array | Uint8Array | Int32Array, n: number) => new Uint8Array(a.buffer, a.byteOffset, n * a.BYTES_PER_ELEMENT);
+  const fd = openSync(file, "w");
+  try {
+    for (const part of [
+      header,
+      bytes(g.labels, g.count),
+      bytes(g.levels, g.count),
+      new Uint8Array(pad4(g.count) - g.count),
+      bytes(g.links0, g.links0.length),
+      bytes(g.upper, g.upper.length),
+    ]) {
+      for (let off = 0; off < part.length; ) off += writeSync(fd, part, off);
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Reads and checks a graph file; throws when it is torn, foreign or inconsistent. */
 export async function readGraphFile(file: string): Promise<GraphParts> {
-  const buf = await readFile(file);
-  if (buf.byteLength < HEADER || buf.toString("latin1", 0, 8) !== MAGIC) throw new Error(`${file}: not a graph file`);
-  // A copy at offset 0, so every section is aligned for its typed array.
-  const data = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength);
+  // Read into a fresh buffer at offset 0, so every section is aligned for its typed array.
+  const fh = await open(file);
+  let data: ArrayBuffer;
+  try {
+    const size = (await fh.stat()).size;
+    data = new ArrayBuffer(size);
+    for (let off = 0; off < size; ) {
+      const { bytesRead } = await fh.read(new Uint8Array(data, off), 0, size - off, off);
+      if (bytesRead === 0) throw new Error(`${file}: shorter than it was a moment ago`);
+      off += bytesRead;
+    }
+  } finally {
+    await fh.close();
+  }
+  if (data.byteLength < HEADER || Buffer.from(data, 0, 8).toString("latin1") !== MAGIC) throw new Error(`${file}: not a graph file`);
   const view = new DataView(data);
   const [dim, m, count, entry, maxLevel, upperInts] = [0, 1, 2, 3, 4, 5].map((i) => view.getInt32(8 + i * 4, true)) as [number, number, number, number, number, number];
   const bad = (why: string) => new Error(`${file}: ${why}`);

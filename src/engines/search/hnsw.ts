@@ -40,6 +40,10 @@ export interface GraphParts {
 
 const MAX_LEVEL = 16;
 
+function trim<T extends Float64Array | Uint8Array | Int32Array>(a: T, n: number): T {
+  return (a.length === n ? a : a.slice(0, n)) as T;
+}
+
 /** A binary heap of (distance, node), smallest distance on top. */
 class MinHeap {
   keys = new Float64Array(64);
@@ -192,9 +196,10 @@ export class HnswGraph {
       count: this.count,
       entry: this.entry,
       maxLevel: this.maxLevel,
-      labels: this.labels.slice(0, this.count),
-      levels: this.levels.slice(0, this.count),
-      links0: this.links0.slice(0, this.count * (this.m0 + 1)),
+      // Whole arrays when they are full (a build sized them exactly), so nothing is copied.
+      labels: trim(this.labels, this.count),
+      levels: trim(this.levels, this.count),
+      links0: trim(this.links0, this.count * (this.m0 + 1)),
       upper,
     };
   }
