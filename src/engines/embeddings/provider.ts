@@ -115,6 +115,9 @@ export class LocalSentenceEncoder implements EmbeddingsProvider {
         nice,
         // tfjs with the model takes ~60 MB; a runaway input must not take the process with it.
         resourceLimits: { maxOldGenerationSizeMb: 512 },
+        // A worker replaced after its task budget serves on until its successor has loaded the
+        // model (~1–3 s): no request waits for that load.
+        warmUp: { texts: ["warm up"] } satisfies EncodeTask,
       });
     this.pool = pool("atrium-embeddings", opts.workers ?? workersFromEnv());
     const bulkWorkers = opts.bulkWorkers ?? bulkWorkersFromEnv();

@@ -28,6 +28,13 @@ export interface WorkerPoolOptions {
    */
   recycle?: RecyclePolicy;
   /**
+   * A task that readies a fresh worker (an engine loading its model). With it, a worker due for
+   * recycling keeps serving while its replacement starts and runs this task; only then does it
+   * leave, so no request waits for a replacement's start-up. Without it the worker leaves at once
+   * and the next task starts a fresh one.
+   */
+  warmUp?: unknown;
+  /**
    * What workers may ask of this thread by name (callHost in serve.ts): what only it has, such
    * as the storage. Arguments and results cross by structured clone; a function's result (or its
    * error's name, message and code) goes back, even to a task its caller has given up on.
@@ -112,6 +119,11 @@ interface Slot {
   dead: boolean;
   /** Tasks it has answered. */
   done: number;
+  /** Running the warm-up before its first task: not given work yet. */
+  warming: boolean;
+  /** Due for recycling, serving until its replacement is warm (then `replaced`, and it leaves when idle). */
+  retiring: boolean;
+  replaced: boolean;
 }
 
 export interface PoolStats {
@@ -217,7 +229,7 @@ export class WorkerPool<Req, Res> {
 
   private dispatch(): void {
     while (this.queue.length > 0 && !this.closed) {
-      const slot = this.idleSlot() ?? (this.slots.size < this.size ? this.spawn() : undefined);
+      const slot = this.idleSlot() ?? (this.serving() < this.size ? this.spawn() : undefined);
       if (!slot) return;
       const task = this.queue.shift()!;
       slot.task = task;
@@ -235,8 +247,15 @@ export class WorkerPool<Req, Res> {
   }
 
   private idleSlot(): Slot | undefined {
-    for (const s of this.slots) if (!s.task && !s.dead) return s;
+    for (const s of this.slots) if (!s.task && !s.dead && !s.warming) return s;
     return undefined;
+  }
+
+  /** Workers that count against the size: a retiring one's replacement takes its place. */
+  private serving(): number {
+    let n = 0;
+    for (const s of this.slots) if (!s.retiring) n++;
+    return n;
   }
 
   private spawn(): Slot {
@@ -249,7 +268,7 @@ export class WorkerPool<Req, Res> {
       stdout: false,
       stderr: false,
     });
-    const slot: Slot = { worker, task: null, dead: false, done: 0 };
+    const slot: Slot = { worker, task: null, dead: false, done: 0, warming: false, retiring: false, replaced: false };
     worker.on("message", (m: TaskReply) => (m.type === "host" ? this.onHostCall(slot, m) : this.onReply(slot, m)));
     worker.on("messageerror", (e) => this.onCrash(slot, e));
     worker.on("error", (e) => this.onCrash(slot, e));
@@ -289,12 +308,38 @@ export class WorkerPool<Req, Res> {
     if (!task || task.id !== m.id) return; // an answer nobody waits for any more
     slot.task = null;
     slot.worker.unref();
-    slot.done++;
+    const warmUp = slot.warming; // not one of its tasks: neither counted nor a reason to recycle
+    if (!warmUp) slot.done++;
     if (m.memoryMb !== undefined) this.memoryMb.set(slot, m.memoryMb);
     if (m.ok) this.succeed(task, m.result);
     else this.fail(task, new WorkerTaskError(m.error));
-    if (this.dueForRecycling(slot, m.memoryMb)) this.retire(slot);
+    if (slot.replaced) this.retire(slot);
+    else if (!warmUp && !slot.retiring && this.dueForRecycling(slot, m.memoryMb)) this.replace(slot);
     this.dispatch();
+  }
+
+  /** Recycles `slot`: at once without a warm-up task; with one, once a fresh worker has run it. */
+  private replace(slot: Slot): void {
+    if (this.opts.warmUp === undefined || this.closed) {
+      this.retire(slot);
+      return;
+    }
+    slot.retiring = true;
+    const fresh = this.spawn();
+    fresh.warming = true;
+    const warmed = () => {
+      fresh.warming = false;
+      if (this.closed) return;
+      // Warm or not (a failed warm-up leaves a worker that starts on its first task, as without one), the old one goes.
+      if (this.slots.has(slot)) {
+        if (slot.task) slot.replaced = true;
+        else this.retire(slot);
+      }
+      this.dispatch();
+    };
+    const task: Task = { id: this.nextId++, payload: this.opts.warmUp, transfer: undefined, resolve: warmed, reject: warmed, signal: undefined, onAbort: undefined, settled: false };
+    fresh.task = task;
+    fresh.worker.postMessage({ type: "run", id: task.id, payload: task.payload } satisfies TaskRequest);
   }
 
   private dueForRecycling(slot: Slot, memoryMb: number | undefined): boolean {
@@ -302,7 +347,7 @@ export class WorkerPool<Req, Res> {
     return (afterTasks !== undefined && slot.done >= afterTasks) || (aboveMb !== undefined && memoryMb !== undefined && memoryMb > aboveMb);
   }
 
-  /** Replaces an idle worker: it leaves the pool now (the next task starts a fresh one) and its thread ends. */
+  /** An idle worker leaves the pool now and its thread ends. */
   private retire(slot: Slot): void {
     this.slots.delete(slot);
     slot.dead = true;

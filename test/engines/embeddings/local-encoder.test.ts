@@ -8,7 +8,7 @@ import { cpus, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { performance as perfHooks } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   LOCAL_EMBEDDING_MODEL,
   LocalEmbeddingsError,
@@ -236,6 +236,42 @@ describe("local sentence encoder", () => {
     expect(d.elu).toBeLessThan(0.25);
     // Timer lateness also counts time the OS gave the process no core: checked when the machine has cores to spare.
     if (load < cpus().length) expect(d.max).toBeLessThan(50);
+  });
+
+  it("a worker replaced after its task budget serves on until its successor has loaded the model", async () => {
+    const saved = process.env.ATRIUM_WORKER_RECYCLE_TASKS;
+    process.env.ATRIUM_WORKER_RECYCLE_TASKS = "3";
+    let e: LocalSentenceEncoder;
+    try {
+      e = new LocalSentenceEncoder({ workers: 1, bulkWorkers: 0 });
+    } finally {
+      if (saved === undefined) delete process.env.ATRIUM_WORKER_RECYCLE_TASKS;
+      else process.env.ATRIUM_WORKER_RECYCLE_TASKS = saved;
+    }
+    const one = async (text: string) => ((await e.embed([text], { model: MODEL })).vectors as Float32Array[])[0]!;
+    try {
+      const t0 = performance.now();
+      const cold = await one("the first request starts a worker and loads the model");
+      const coldMs = performance.now() - t0;
+      const first = e.pool.threads[0]!.threadId;
+      await one("two");
+      await one("three"); // its budget: the successor starts and loads the model now
+      expect(e.pool.stats().workers).toBe(2);
+      const during: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const t = performance.now();
+        await one(`while the successor loads ${i}`);
+        during.push(performance.now() - t);
+      }
+      // No request paid a start-up: each took far less than the cold one did.
+      expect(Math.max(...during)).toBeLessThan(coldMs);
+      await vi.waitFor(() => expect(e.pool.stats()).toMatchObject({ workers: 1, recycled: 1 }), { timeout: 30_000, interval: 50 });
+      expect(e.pool.threads[0]!.threadId).not.toBe(first);
+      const again = await one("the first request starts a worker and loads the model");
+      for (let i = 0; i < 512; i++) expect(Math.abs(again[i]! - cold[i]!)).toBeLessThan(1e-6);
+    } finally {
+      await e.close();
+    }
   });
 
   it("ATRIUM_EMBED_WORKERS sets the pool size (default 2, 1 on a one-core machine)", () => {

@@ -2,7 +2,7 @@
 // worker (test/fixtures/pool-worker.ts, started from its TypeScript source through tsx):
 // replies, transfers, queueing, task errors, crashes and replacement, cancellation, close().
 import { getPriority } from "node:os";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { PoolClosedError, WorkerCrashedError, WorkerPool, WorkerTaskError, recycleFromEnv, workerScript } from "../../../src/engines/pool/index.js";
 import type { FixtureTask } from "../../fixtures/pool-worker.js";
 
@@ -189,6 +189,41 @@ describe("worker recycling (issue 22, defect 10)", () => {
     expect(new Set(ids.slice(0, 3)).size).toBe(1);
     expect(ids[3]).not.toBe(ids[0]);
     expect(p.stats()).toMatchObject({ recycled: 1, workers: 1 });
+  });
+
+  it("with a warm-up task, a worker due for recycling serves until its replacement has run it, then leaves", async () => {
+    // The warm-up takes 300 ms (a model loading); tasks sent meanwhile go to the old worker, not to a queue.
+    const p = new WorkerPool<FixtureTask, any>({ script, size: 1, name: "fixture", recycle: { afterTasks: 2 }, warmUp: { op: "sleep", ms: 300 } });
+    pools.push(p);
+    const first = (await p.run({ op: "echo", value: 1 })).threadId;
+    expect((await p.run({ op: "echo", value: 2 })).threadId).toBe(first); // its second task: due now
+    expect(p.stats()).toMatchObject({ workers: 2, recycled: 0 });
+    const t0 = performance.now();
+    const during = await p.run({ op: "echo", value: 3 });
+    expect(during.threadId).toBe(first);
+    expect(performance.now() - t0).toBeLessThan(250);
+    // Once warm (its thread's start-up included), the replacement takes over and the old worker is gone.
+    await vi.waitFor(() => expect(p.stats()).toMatchObject({ workers: 1, recycled: 1 }), { timeout: 10_000, interval: 20 });
+    const after = await p.run({ op: "echo", value: 4 });
+    expect(after.threadId).not.toBe(first);
+    expect(p.threads).toHaveLength(1);
+  });
+
+  it("with a warm-up task, a busy old worker leaves after its task; a crashing warm-up falls back to a fresh start", async () => {
+    const p = new WorkerPool<FixtureTask, any>({ script, size: 1, name: "fixture", recycle: { afterTasks: 1 }, warmUp: { op: "sleep", ms: 100 } });
+    pools.push(p);
+    const old = (await p.run({ op: "echo", value: 1 })).threadId;
+    const long = await p.run({ op: "sleep", ms: 2000 }); // still the old worker, busy while the replacement warms up
+    expect(long.threadId).toBe(old);
+    await vi.waitFor(() => expect(p.stats()).toMatchObject({ workers: 1, recycled: 1 }), { timeout: 10_000, interval: 20 });
+    expect((await p.run({ op: "echo", value: 2 })).threadId).not.toBe(old);
+
+    const q = new WorkerPool<FixtureTask, any>({ script, size: 1, name: "fixture", recycle: { afterTasks: 1 }, warmUp: { op: "crash" } });
+    pools.push(q);
+    const before = (await q.run({ op: "echo", value: 1 })).threadId;
+    await vi.waitFor(() => expect(q.stats()).toMatchObject({ recycled: 1, crashes: 1 }), { timeout: 10_000, interval: 20 });
+    const next = await q.run({ op: "echo", value: 2 });
+    expect(next.threadId).not.toBe(before);
   });
 
   it("is configured from the environment, 0 turning a bound off, nonsense refused", () => {
