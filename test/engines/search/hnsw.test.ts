@@ -16,18 +16,10 @@ import { readGraphFile, sweepGraphFiles, writeGraphFile } from "../../../src/eng
 import { HnswGraph } from "../../../src/engines/search/hnsw.js";
 import { dotAt } from "../../../src/engines/search/vector-math.js";
 import { VectorSlab } from "../../../src/engines/search/vector-slab.js";
+import { mulberry32 } from "../../shared/search-fixtures.js";
 
 const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), "atrium-hnsw-"));
 afterAll(() => fs.rmSync(tmpRoot, { recursive: true, force: true }));
-
-function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** `n` normalised vectors around `topics` centres, and a generator of queries like them. */
 function clustered(n: number, dim: number, seed = 1, topics = 200) {
