@@ -231,18 +231,22 @@ export class WorkerPool<Req, Res> {
     while (this.queue.length > 0 && !this.closed) {
       const slot = this.idleSlot() ?? (this.serving() < this.size ? this.spawn() : undefined);
       if (!slot) return;
-      const task = this.queue.shift()!;
-      slot.task = task;
-      slot.worker.ref(); // a running task keeps the process alive; an idle pool does not
-      const msg: TaskRequest = { type: "run", id: task.id, payload: task.payload };
-      try {
-        slot.worker.postMessage(msg, task.transfer);
-      } catch (e) {
-        // The payload could not be cloned (a function, a detached buffer): the task's fault, not the worker's.
-        slot.task = null;
-        slot.worker.unref();
-        this.fail(task, e);
-      }
+      this.start(slot, this.queue.shift()!, true);
+    }
+  }
+
+  /** Sends `task` to `slot`; `keepAlive`: the running task keeps the process alive (an idle pool does not). */
+  private start(slot: Slot, task: Task, keepAlive: boolean): void {
+    slot.task = task;
+    if (keepAlive) slot.worker.ref();
+    const msg: TaskRequest = { type: "run", id: task.id, payload: task.payload };
+    try {
+      slot.worker.postMessage(msg, task.transfer);
+    } catch (e) {
+      // The payload could not be cloned (a function, a detached buffer): the task's fault, not the worker's.
+      slot.task = null;
+      slot.worker.unref();
+      this.fail(task, e);
     }
   }
 
@@ -337,9 +341,8 @@ export class WorkerPool<Req, Res> {
       }
       this.dispatch();
     };
-    const task: Task = { id: this.nextId++, payload: this.opts.warmUp, transfer: undefined, resolve: warmed, reject: warmed, signal: undefined, onAbort: undefined, settled: false };
-    fresh.task = task;
-    fresh.worker.postMessage({ type: "run", id: task.id, payload: task.payload } satisfies TaskRequest);
+    // Not a caller's task: it does not keep the process alive.
+    this.start(fresh, { id: this.nextId++, payload: this.opts.warmUp, transfer: undefined, resolve: warmed, reject: warmed, signal: undefined, onAbort: undefined, settled: false }, false);
   }
 
   private dueForRecycling(slot: Slot, memoryMb: number | undefined): boolean {

@@ -57,11 +57,6 @@ const DRAIN_SLICE_MS = 8;
 /** Candidates the exact scan rescores beyond k (f32 ranking errors are ~1e-7; this is plenty). */
 const EXACT_SLACK = 8;
 
-/** Dot product of `q` with the `dim` floats of `m` from `off`. */
-export function dot(q: Float32Array, m: Float32Array, off: number, dim: number): number {
-  return dotAt(q, 0, m, off, dim);
-}
-
 /** The best k by similarity, best first (k ≤ a few hundred: insertion into a sorted array). */
 class TopK {
   readonly labels: number[] = [];
@@ -282,7 +277,12 @@ export class DenseStore {
   /** Cosine similarity of a stored chunk to a normalised query, or undefined without a vector. */
   similarity(label: number, q: Float32Array): number | undefined {
     const slot = this.slotOf.get(label);
-    return slot === undefined ? undefined : dot(q, this.slab!.vectors, slot * this.dim, this.dim);
+    return slot === undefined ? undefined : this.exactSimilarity(q, slot);
+  }
+
+  /** `q`'s similarity to the vector in `slot`, in double precision: the score a hit is given. */
+  private exactSimilarity(q: Float32Array, slot: number): number {
+    return dotAt(q, 0, this.slab!.vectors, slot * this.dim, this.dim);
   }
 
   /**
@@ -321,15 +321,14 @@ export class DenseStore {
     this.counters.ann++;
 
     const allowed = allow?.allowed;
-    const { dim, fileOrds } = this;
-    const vectors = this.slab!.vectors;
+    const { fileOrds } = this;
     const top = new TopK(k);
     let pendingAllowed = 0;
     for (const label of this.pending) {
       const slot = this.slotOf.get(label)!;
       if (allowed && !allowed[fileOrds[slot]!]) continue;
       pendingAllowed++;
-      top.push(label, dot(q, vectors, slot * dim, dim));
+      top.push(label, this.exactSimilarity(q, slot));
     }
     const want = Math.min(k, candidates - pendingAllowed);
     if (want > 0) {
@@ -345,7 +344,7 @@ export class DenseStore {
       }
       for (const node of res.nodes) {
         const slot = nodeSlot[node]!;
-        top.push(this.labels[slot]!, dot(q, vectors, slot * dim, dim));
+        top.push(this.labels[slot]!, this.exactSimilarity(q, slot));
       }
     }
     return top.hits();
@@ -370,7 +369,7 @@ export class DenseStore {
       if (sim > rough.floor) rough.push(slot, sim);
     }
     const top = new TopK(k);
-    for (const slot of rough.labels) top.push(labels[slot]!, dot(q, slab.vectors, slot * dim, dim));
+    for (const slot of rough.labels) top.push(labels[slot]!, this.exactSimilarity(q, slot));
     return top.hits();
   }
 

@@ -252,16 +252,19 @@ export class HnswGraph {
     let cur = this.entry;
     for (let level = this.maxLevel; level > 0; level--) cur = this.greedy(q, cur, level);
     this.searchLayer(q, cur, Math.max(ef, k), 0, accept);
+    const found = this.takeResults().slice(0, k);
+    return { nodes: found.map(([, node]) => node), distances: found.map(([d]) => d) };
+  }
+
+  /** Empties `this.results` into [distance, node] pairs, nearest first. */
+  private takeResults(): Array<[number, number]> {
     const res = this.results;
-    while (res.size > k) res.pop();
-    const nodes = new Array<number>(res.size);
-    const distances = new Array<number>(res.size);
+    const found = new Array<[number, number]>(res.size);
     for (let i = res.size - 1; i >= 0; i--) {
-      distances[i] = -res.topKey;
-      nodes[i] = res.topId;
+      found[i] = [-res.topKey, res.topId];
       res.pop();
     }
-    return { nodes, distances };
+    return found;
   }
 
   /** The array holding `node`'s links on `level` (at `linkOffset`: the count, then the links). */
@@ -359,12 +362,7 @@ export class HnswGraph {
    * them back (re-pruning a full list). Returns the nearest of the results: the next level's start.
    */
   private connect(node: number, level: number): number {
-    const res = this.results;
-    const found: Array<[number, number]> = new Array(res.size);
-    for (let i = res.size - 1; i >= 0; i--) {
-      found[i] = [-res.topKey, res.topId];
-      res.pop();
-    }
+    const found = this.takeResults();
     const nearest = found.length ? found[0]![1] : this.entry;
     const chosen = this.select(found, this.m);
     const links = this.linkArray(node, level);
