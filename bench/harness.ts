@@ -139,6 +139,12 @@ export async function stopServer(s: Server) {
 }
 
 /**
+ * Extra node flags for the Atrium servers a bench starts, from ATRIUM_BENCH_SERVER_FLAGS (e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof`, which NODE_OPTIONS does not allow).
+ */
+const serverNodeFlags = () => (process.env.ATRIUM_BENCH_SERVER_FLAGS ?? "").split(" ").filter(Boolean);
+
+/**
  * Atrium from dist/ (`npm run build` first) on a free port, seeded with BENCH_API_KEY, its data dir
  * and log under `dir`. `env` adds variables (e.g. the scale-out engines).
  */
@@ -152,7 +158,7 @@ export async function startAtrium(dir: string, tag: string, opts: { logLevel?: s
   fs.writeFileSync(config, JSON.stringify({ organizations: [{ id: "org-default", rate_limits: { requests_per_minute: 1e9, tokens_per_minute: 1e9, uploads_per_minute: 1e9 }, projects: [{ id: "proj_default" }] }] }));
   return startServer(
     `atrium ${tag} (log ${logLevel})`,
-    [process.execPath, "dist/src/main.js"],
+    [process.execPath, ...serverNodeFlags(), "dist/src/main.js"],
     { ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: String(port), ATRIUM_DATA_DIR: dataDir, ATRIUM_API_KEY: BENCH_API_KEY, ATRIUM_LOG_LEVEL: logLevel, ATRIUM_CONFIG: config, ...opts.env },
     `http://127.0.0.1:${port}`,
     path.join(dir, `atrium-${tag}-${logLevel}.log`),

@@ -53,10 +53,12 @@ export class MemoryLimitStore implements LimitStore {
     if (!ok) return { ok, now, values };
     for (let i = 0; i < entries.length; i++) {
       const cost = costs[i]!;
-      if (!(cost > 0)) continue;
       const e = entries[i]!;
+      // A negative cost gives units back to a rate (leases.ts), never moving its TAT before now.
+      if (!(cost > 0) && !(cost < 0 && e.kind === "rate")) continue;
       if (e.kind === "rate") {
-        values[i] = rateCharge(e, values[i]!, cost);
+        const tat = rateCharge(e, values[i]!, cost);
+        values[i] = tat < now ? now : tat;
         if (!this.rates.has(e.key)) this.makeRoom(now);
         this.rates.set(e.key, values[i]!);
       } else {

@@ -40,9 +40,10 @@ if ok == 1 then
   for i = 1, n do
     local a = 1 + (i - 1) * 4
     local kind, limit, span, cost = ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-    if cost > 0 then
+    if cost > 0 or (kind == 'r' and cost < 0) then
       if kind == 'r' then
         local tat = values[i] + cost * (span / limit)
+        if tat < now then tat = now end
         values[i] = tat
         redis.call('SET', KEYS[i], string.format('%.17g', tat), 'PX', math.max(1, math.ceil(tat - now)))
       else

@@ -42,7 +42,8 @@ export interface LimitStore {
   readonly kind: "memory" | "redis";
   /**
    * Charges `costs[i]` to `entries[i]` for every i, or nothing. `now` (ms) is for tests and
-   * benches; by default the store's own clock.
+   * benches; by default the store's own clock. A negative cost on a rate gives units back (its
+   * TAT moves back, never before now); on a quota it is ignored.
    */
   take(entries: readonly LimitEntry[], costs: readonly number[], now?: number): TakeResult | Promise<TakeResult>;
   close(): Promise<void>;
