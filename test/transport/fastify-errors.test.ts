@@ -194,6 +194,25 @@ describe("REST: Fastify's errors in the one error body", () => {
     await expectStillServes();
   });
 
+  it("a large JSON body (parsed on the JSON worker) gives the same answers and errors as a small one", async () => {
+    // Past OFF_THREAD_JSON_BYTES (256 KiB): an upload padded with trailing whitespace is read, and a
+    // broken one is refused naming the position, never the text.
+    const pad = "é".repeat(200_000);
+    const upload = { bytes: 10, filename: "a.jsonl", mime_type: "application/jsonl", purpose: "batch" };
+    const ok = await h1("POST", "/v1/uploads", JSON_CT, JSON.stringify(upload) + " ".repeat(300_000));
+    expect(ok.status, ok.body.toString()).toBe(200);
+    const broken = JSON.stringify({ ...upload, note: `sk-live-456${pad}` }).slice(0, -2);
+    const e = expectRestError(await h1("POST", "/v1/uploads", JSON_CT, broken), 400, { code: "invalid_json" });
+    expect(e.message).toMatch(/not valid JSON/);
+    const bad = await h1("POST", "/v1/uploads", JSON_CT, `{"secret": "sk-live-789${pad}" oops}`);
+    const at = expectRestError(bad, 400, { code: "invalid_json", message: /invalid at position \d+/ });
+    expect(at.message).toContain(`position ${`{"secret": "sk-live-789${pad}" `.length}`);
+    expect(bad.body.toString()).not.toContain("sk-live-789");
+    // Labelled url-encoded (curl -d), a large JSON body is JSON still.
+    expect((await h1("POST", "/v1/uploads", { "content-type": "application/x-www-form-urlencoded" }, "\n " + JSON.stringify(upload) + " ".repeat(300_000))).status).toBe(200);
+    await expectStillServes();
+  });
+
   it("a body over the 32 MiB limit is a 413 request_too_large, announced or chunked", async () => {
     const big = Buffer.alloc(32 * 1024 * 1024 + 1, 0x20);
     const e = expectRestError(await h1("POST", "/v1/uploads", JSON_CT, big), 413, { code: "request_too_large" });

@@ -19,6 +19,8 @@ export class CountingWorkers {
       size,
       name: "atrium-input-tokens",
       host: countingHost(lookups),
+      // Lower than the event loop and its collector's helpers: see README.md, "Records and background work".
+      nice: 10,
     });
   }
 
