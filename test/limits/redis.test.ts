@@ -150,6 +150,42 @@ describe.skipIf(!available)("Redis limit store", () => {
     }
   });
 
+  it("two instances on a high limit spend leased units: one allowance, few scripts in Redis, headers counting down", async () => {
+    // 20,000 a minute: leases of 100 units (src/limits/leases.ts). A Redis of its own, so that
+    // its command statistics count these servers' scripts only.
+    const own = await startRedis();
+    const config = { organizations: [{ id: "org-default", rate_limits: { requests_per_minute: 20_000 }, projects: [{ id: "proj_default" }] }] };
+    const env = { ATRIUM_REDIS_URL: own.url };
+    const [a, b] = await Promise.all([startConfiguredServer(config, env), startConfiguredServer(config, env)]);
+    const client = new Redis(own.url);
+    try {
+      const scripts = async () => {
+        const stats = await client.info("commandstats");
+        return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+      };
+      const before = await scripts();
+      const started = performance.now();
+      for (let i = 0; i < 400; i++) {
+        const s = i % 2 ? a : b;
+        const res = await api(s.baseURL, "/models", { key: API_KEY });
+        await res.arrayBuffer();
+        expect(res.status).toBe(200);
+        // Within two leases (100 units each) of the exact count, which refills a unit every 3 ms.
+        const exact = 20_000 - (i + 1);
+        const refill = (performance.now() - started) / 3 + 1;
+        const left = Number(res.headers.get("x-ratelimit-remaining-requests"));
+        expect(left).toBeGreaterThanOrEqual(exact - 200);
+        expect(left).toBeLessThanOrEqual(Math.min(20_000, exact + 200 + refill));
+      }
+      // Far fewer scripts than calls (a lease of 100 every ~100 calls per instance, plus refunds).
+      expect((await scripts()) - before).toBeLessThan(40);
+    } finally {
+      client.disconnect();
+      await Promise.all([a.stop(), b.stop()]);
+      await own.stop();
+    }
+  });
+
   it("admits requests (fail open) while Redis is unreachable", async () => {
     const own = await startRedis();
     const s = await startConfiguredServer({ organizations: [{ id: "org-default", rate_limits: { requests_per_minute: 1 } }] }, { ATRIUM_REDIS_URL: own.url });
