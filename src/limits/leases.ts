@@ -15,7 +15,10 @@
 //     for one call would park its units until the lease ends);
 //   - with room to spare: a lease that would leave a rate with fewer than 4 leases' worth is given
 //     back at once, so near a limit every call is exact again;
-//   - never on quotas (monthly token caps), whose charges are the call's own token counts.
+//   - never on quotas (monthly token caps), nor on a rate a call charges nothing (a GET's tokens).
+// A call that costs more than the lease holds of a leased rate ends the lease (its rest goes back)
+// and takes a new one; a call that also costs what the lease holds none of (a request's tokens)
+// is charged that part in Redis, and its leased part comes from the lease once Redis admitted it.
 // The x-ratelimit-* values of a call served from a lease are the TAT it would have had if the
 // leased units had been charged one by one (the lease's TAT less the units still held).
 import { rateRemaining, type LimitEntry, type LimitStore, type TakeResult } from "./store.js";
@@ -29,6 +32,8 @@ export const LEASE_MS = 250;
 export const unitsFor = (limit: number) => Math.min(100, Math.floor(limit / 200));
 
 interface Lease {
+  /** Per entry, whether the lease holds units of it. */
+  leased: boolean[];
   /** Per entry, units charged in the store and not yet spent here. */
   units: number[];
   /** Per entry, the store's value after the lease was charged (a rate's TAT). */
@@ -65,7 +70,13 @@ export class LeasedLimitStore implements LimitStore {
     const lease = this.leases.get(entries);
     if (lease !== undefined) {
       const local = Date.now();
-      if (local < lease.expires && fits(lease.units, costs)) return spend(entries, lease, costs, local);
+      if (local < lease.expires) {
+        const fit = fitOf(lease, costs);
+        if (fit === "all") return spend(entries, lease, costs, local);
+        // The call also costs what the lease does not hold (its tokens): that part is charged in
+        // Redis, the rest from the lease once Redis has admitted the call.
+        if (fit === "held") return this.takeBeside(entries, lease, costs);
+      }
       this.giveBack(entries, lease);
     }
     const extra = this.seen.has(entries) && !this.acquiring.has(entries) ? leaseUnits(entries, costs) : undefined;
@@ -80,7 +91,7 @@ export class LeasedLimitStore implements LimitStore {
         if (!r.ok) return this.inner.take(entries, costs);
         const values = valuesLess(entries, r.values, extra, r.now);
         if (!roomy(entries, extra, r)) this.refund(entries, extra);
-        else this.hold(entries, { units: extra, values: r.values, offset: r.now - Date.now(), expires: Date.now() + this.leaseMs });
+        else this.hold(entries, { leased: extra.map((u) => u > 0), units: extra, values: r.values, offset: r.now - Date.now(), expires: Date.now() + this.leaseMs });
         return { ok: true, now: r.now, values };
       },
       (e) => {
@@ -90,7 +101,27 @@ export class LeasedLimitStore implements LimitStore {
     );
   }
 
-  /** Units held by every lease, per entry list (for tests and /metrics-style introspection). */
+  private takeBeside(entries: readonly LimitEntry[], lease: Lease, costs: readonly number[]): Promise<TakeResult> {
+    const leased = lease.leased;
+    const remote = costs.map((c, i) => (leased[i] ? 0 : c));
+    const covered = costs.map((c, i) => (leased[i] ? c : 0));
+    return Promise.resolve(this.inner.take(entries, remote)).then(async (r) => {
+      if (!r.ok) return r;
+      const local = Date.now();
+      if (this.leases.get(entries) === lease && local < lease.expires) {
+        const held = spend(entries, lease, covered, local);
+        for (let i = 0; i < costs.length; i++) if (!leased[i]) held.values[i] = r.values[i]!;
+        return { ok: true, now: r.now, values: held.values };
+      }
+      // The lease ended while Redis answered and its units went back: charge its part there too,
+      // and if that is refused, give back what was charged above (the call is all or nothing).
+      const rest = await this.inner.take(entries, covered);
+      if (!rest.ok) this.refund(entries, remote);
+      return rest;
+    });
+  }
+
+  /** Units held per entry of `entries` (for tests). */
   held(entries: readonly LimitEntry[]): number[] | undefined {
     return this.leases.get(entries)?.units.slice();
   }
@@ -102,6 +133,8 @@ export class LeasedLimitStore implements LimitStore {
   }
 
   private hold(entries: readonly LimitEntry[], lease: Omit<Lease, "timer">) {
+    const old = this.leases.get(entries);
+    if (old !== undefined) this.giveBack(entries, old);
     const held: Lease = { ...lease, timer: setTimeout(() => this.leases.get(entries) === held && this.giveBack(entries, held), this.leaseMs) };
     held.timer.unref();
     this.leases.set(entries, held);
@@ -126,9 +159,18 @@ export class LeasedLimitStore implements LimitStore {
   }
 }
 
-function fits(units: readonly number[], costs: readonly number[]): boolean {
-  for (let i = 0; i < costs.length; i++) if (costs[i]! > units[i]!) return false;
-  return true;
+/**
+ * "all": the lease holds every cost; "held": it holds the costs of the entries it leased, and the
+ * others are entries it holds nothing of; "short": a leased entry has run out.
+ */
+function fitOf(lease: Lease, costs: readonly number[]): "all" | "held" | "short" {
+  let all = true;
+  for (let i = 0; i < costs.length; i++) {
+    if (costs[i]! <= lease.units[i]!) continue;
+    if (lease.leased[i]) return "short";
+    all = false;
+  }
+  return all ? "all" : "held";
 }
 
 function spend(entries: readonly LimitEntry[], lease: Lease, costs: readonly number[], local: number): TakeResult {

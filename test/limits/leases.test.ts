@@ -105,6 +105,35 @@ describe.skipIf(!available)("leased rate limits on Redis", () => {
     expect(await leftInRedis(prefix, entry)).toBe(0);
   });
 
+  it("a call that also costs tokens charges them in Redis and takes its request from the lease", async () => {
+    const prefix = `lease-f:${n++}:`;
+    const req: RateEntry = { kind: "rate", key: "req", limit: 10_000, windowMs: DAY };
+    const tok: RateEntry = { kind: "rate", key: "tok", limit: 5_000, windowMs: DAY };
+    const list = [req, tok];
+    const { counted, leased } = await open(prefix, 60_000);
+    await leased.take(list, [1, 0]);
+    await leased.take(list, [1, 0]); // leases 50 requests, no tokens
+    expect(leased.held(list)).toEqual([50, 0]);
+    counted.calls = 0;
+    for (let i = 0; i < 9; i++) {
+      const r = await leased.take(list, [1, 500]);
+      expect(r.ok).toBe(true);
+      // Tokens as Redis counts them; requests as the lease does (the call's own included).
+      expect(rateRemaining(tok, r.values[1]!, r.now)).toBe(5_000 - 500 * (i + 1));
+      expect(rateRemaining(req, r.values[0]!, r.now)).toBe(10_000 - 3 - 2 * i);
+      expect((await leased.take(list, [1, 0])).ok).toBe(true);
+    }
+    // One script per token-bearing call, none for the others; the lease was kept throughout.
+    expect(counted.calls).toBe(9);
+    expect(leased.held(list)).toEqual([50 - 18, 0]);
+    // Refused on its tokens: nothing is taken from the lease either.
+    expect((await leased.take(list, [1, 600])).ok).toBe(false);
+    expect(leased.held(list)).toEqual([32, 0]);
+    await leased.close();
+    expect(await leftInRedis(prefix, req)).toBe(10_000 - 2 - 18);
+    expect(await leftInRedis(prefix, tok)).toBe(5_000 - 4_500);
+  });
+
   it("unspent units go back when the lease ends", async () => {
     const prefix = `lease-c:${n++}:`;
     const entry: RateEntry = { kind: "rate", key: "k", limit: 10_000, windowMs: DAY };
