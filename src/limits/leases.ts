@@ -200,7 +200,8 @@ function leaseUnits(entries: readonly LimitEntry[], costs: readonly number[]): n
   const extra = new Array<number>(entries.length);
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i]!;
-    extra[i] = e.kind === "rate" && costs[i]! > 0 && e.limit >= LEASE_MIN_LIMIT ? unitsFor(e.limit) : 0;
+    const leasable = e.kind === "rate" && costs[i]! > 0 && e.limit >= LEASE_MIN_LIMIT;
+    extra[i] = leasable ? unitsFor(e.limit) : 0;
     if (extra[i]! > 0) any = true;
   }
   return any ? extra : undefined;
