@@ -142,7 +142,7 @@ export async function stopServer(s: Server) {
  * Extra node flags for the Atrium servers a bench starts, from ATRIUM_BENCH_SERVER_FLAGS (e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof`, which NODE_OPTIONS does not allow).
  */
-const serverNodeFlags = () => (process.env.ATRIUM_BENCH_SERVER_FLAGS ?? "").split(" ").filter(Boolean);
+export const serverNodeFlags = () => (process.env.ATRIUM_BENCH_SERVER_FLAGS ?? "").split(" ").filter(Boolean);
 
 /**
  * Atrium from dist/ (`npm run build` first) on a free port, seeded with BENCH_API_KEY, its data dir

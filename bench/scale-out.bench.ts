@@ -287,8 +287,22 @@ async function startWorker(databaseUrl: string): Promise<Worker> {
   return { proc, lines };
 }
 
-/** jobs/s of `instances` runners draining JOBS queued no-op jobs (the workers' start-up not timed). */
-async function jobsRound(databaseUrl: string, db: pg.Client, instances: number): Promise<number> {
+/** The machine's busy CPU time so far, in seconds, every core together (/proc/stat). */
+function machineBusySeconds(): number {
+  const f = fs.readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return (f.reduce((x, y) => x + y, 0) - f[3]! - f[4]!) / 100; // all but idle and iowait, in USER_HZ
+}
+
+interface JobsRound {
+  /** jobs/s */
+  rate: number;
+  /** Cores busy on the whole machine while the runners drained the queue, and the runners' share. */
+  machineCores: number;
+  runnerCores: number;
+}
+
+/** `instances` runners draining JOBS queued no-op jobs (the workers' start-up not timed). */
+async function jobsRound(databaseUrl: string, db: pg.Client, instances: number): Promise<JobsRound> {
   await db.query("DELETE FROM jobs");
   await db.query(
     `INSERT INTO jobs (id, kind, project_id, payload, state, run_after, created_at, updated_at)
@@ -296,14 +310,17 @@ async function jobsRound(databaseUrl: string, db: pg.Client, instances: number):
     [JOBS],
   );
   const workers = await Promise.all(Array.from({ length: instances }, () => startWorker(databaseUrl)));
+  const busy0 = machineBusySeconds();
   const t0 = performance.now();
   for (const w of workers) w.proc.stdin!.write("go\n");
-  const ran = await Promise.all(workers.map(async (w) => JSON.parse((await w.lines.next()).value as string).ran as number));
+  const ends = await Promise.all(workers.map(async (w) => JSON.parse((await w.lines.next()).value as string) as { ran: number; cpuMs: number }));
   const s = (performance.now() - t0) / 1000;
+  const machineCores = (machineBusySeconds() - busy0) / s;
+  const ran = ends.map((e) => e.ran);
   const { rows } = await db.query<{ n: string }>("SELECT count(*) AS n FROM jobs WHERE state = 'succeeded'");
   if (Number(rows[0]!.n) !== JOBS || ran.reduce((x, y) => x + y, 0) !== JOBS) throw new Error(`jobs: ${rows[0]!.n} succeeded, runners ran ${ran.join(" + ")}, of ${JOBS}`);
   await Promise.all(workers.map((w) => new Promise((r) => (w.proc.exitCode !== null ? r(null) : w.proc.once("exit", r)))));
-  return JOBS / s;
+  return { rate: JOBS / s, machineCores, runnerCores: ends.reduce((x, e) => x + e.cpuMs, 0) / 1000 / s };
 }
 
 async function jobsBench(): Promise<void> {
@@ -314,14 +331,24 @@ async function jobsBench(): Promise<void> {
   try {
     (await startWorker(url)).proc.kill(); // creates the jobs table
     await jobsRound(url, db, 1); // warm-up (database caches)
-    const one: number[] = [];
-    const two: number[] = [];
+    const one: JobsRound[] = [];
+    const two: JobsRound[] = [];
     for (let run = 0; run < RUNS; run++) {
       one.push(await jobsRound(url, db, 1));
       two.push(await jobsRound(url, db, 2));
     }
-    row(`no-op jobs, 2 instances (processes, pool 4 each)`, "1 instance", median(one), median(two), "jobs/s", 1.5);
+    const rate = (r: JobsRound[]) => median(r.map((x) => x.rate));
+    row(`no-op jobs, 2 instances (processes, pool 4 each)`, "1 instance", rate(one), rate(two), "jobs/s", 1.5);
     printRows(`4. Job throughput on PostgresJobStore, ${JOBS.toLocaleString("en-US")} no-op jobs queued then drained, concurrency 16 per runner, median of ${RUNS}`);
+    // What bounds the ratio: a runner and its database share the machine's cores, so once they are
+    // all busy a second instance can only divide them.
+    const cores = (r: JobsRound[]) => {
+      const m = median(r.map((x) => x.machineCores));
+      const w = median(r.map((x) => x.runnerCores));
+      const cpuPerJob = median(r.map((x) => (x.machineCores / x.rate) * 1e6));
+      return `${m.toFixed(2)} of ${os.cpus().length} cores busy (runners ${w.toFixed(2)}, the rest — PostgreSQL, this process — ${(m - w).toFixed(2)}), ${cpuPerJob.toFixed(0)} µs of CPU per job`;
+    };
+    console.log(`  machine while draining: 1 instance ${cores(one)}; 2 instances ${cores(two)}`);
   } finally {
     await db.end();
     await pgs.dropDatabase(url);
