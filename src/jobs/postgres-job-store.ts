@@ -31,6 +31,8 @@ import type { ClaimResult, Job, JobEvent, JobState, JobStore, LeaseStatus, NewJo
 const CHANNEL = "atrium_jobs";
 const SHIFT_TTL_MS = 10_000;
 const RELISTEN_MS = 1_000;
+/** Bytes of job ids per "ended" payload, well under NOTIFY's 8,000-byte limit (an id is ~30). */
+const ENDED_EVENT_BYTES = 6_000;
 
 interface Row {
   seq: number;
@@ -104,10 +106,20 @@ const S = {
   checkpoint: stmt("checkpoint", `UPDATE jobs SET checkpoint = $2, updated_at = $3 WHERE id = $1`),
   succeed: stmt("succeed", `UPDATE jobs SET state = 'succeeded', result = $3, ${UNLEASE}, finished_at = $4, updated_at = $4, notify_pending = $5
     WHERE ${UNCANCELLED} RETURNING ${COLS}`),
-  // The runs of one batch that succeeded with no record writes, in one statement (the usual end).
-  succeedMany: stmt("succeed_many", `UPDATE jobs SET state = 'succeeded', result = e.e_result, ${UNLEASE}, finished_at = $4, updated_at = $4, notify_pending = e.e_notify
-    FROM unnest($1::text[], $2::text[], $3::text[], $5::boolean[]) AS e(e_id, e_owner, e_result, e_notify)
-    WHERE id = e.e_id AND lease_owner = e.e_owner AND state = 'running' AND NOT cancel_requested RETURNING ${COLS}`),
+  // The runs of one batch that succeeded with no record writes (the usual end), with their "ended"
+  // wake-ups, in one statement: atomic without a transaction, so the batch costs one round trip
+  // (`told` is joined so that it runs, as in the claim). Duplicate ids end once. A wake-up names
+  // up to ENDED_EVENT_BYTES of ids of one kind: every instance receives every notification, so one
+  // per job would cost each instance a notification for each job any instance ran.
+  succeedMany: stmt("succeed_many", `WITH ended AS (
+      UPDATE jobs SET state = 'succeeded', result = e.e_result, ${UNLEASE}, finished_at = $4, updated_at = $4, notify_pending = e.e_notify
+      FROM unnest($1::text[], $2::text[], $3::text[], $5::boolean[]) AS e(e_id, e_owner, e_result, e_notify)
+      WHERE id = e.e_id AND lease_owner = e.e_owner AND state = 'running' AND NOT cancel_requested RETURNING ${COLS}),
+    told AS (SELECT count(pg_notify('${CHANNEL}', p)) FROM (
+      SELECT '["ended",' || to_json(kind)::text || ',' || string_agg(to_json(id)::text, ',') || ']' AS p
+      FROM (SELECT kind, id, sum(octet_length(id) + 3) OVER (PARTITION BY kind ORDER BY id) / ${ENDED_EVENT_BYTES} AS chunk FROM ended) AS r
+      GROUP BY kind, chunk) AS events)
+    SELECT ${COLS} FROM ended, told`),
   fail: stmt("fail", `UPDATE jobs SET state = 'failed', last_error = $3, ${UNLEASE}, finished_at = $4, updated_at = $4, notify_pending = $5
     WHERE ${UNCANCELLED} RETURNING ${COLS}`),
   retryLater: stmt("retry_later", `UPDATE jobs SET state = 'queued', last_error = $3, run_after = $4, ${UNLEASE}, updated_at = $5
@@ -212,44 +224,53 @@ export class PostgresJobStore implements JobStore {
   }
 
   async endRuns(runs: RunEnding[], now: number): Promise<Array<Job | undefined | Error>> {
-    const { rows, shift } = await this.tx(now, async (c, shift) => {
-      await this.records.lockLists(c, runs.flatMap((r) => (r.end.state === "succeeded" ? r.end.ops : [])));
-      const out: Array<Row | undefined | Error> = new Array(runs.length);
-      // Successes without record writes, the usual end, take one statement for the whole batch;
-      // one per run would cost a round trip per job. Those it did not apply (a cancel requested,
-      // the lease lost) end below as any other run.
-      const plain = runs.flatMap((r, i) => (r.end.state === "succeeded" && r.end.ops.length === 0 ? [i] : []));
-      if (plain.length > 1) {
-        const ended = new Map<string, Row>();
-        const values = [plain.map((i) => runs[i]!.id), plain.map((i) => runs[i]!.owner), plain.map((i) => encode((runs[i]!.end as { result: unknown }).result)), now + shift, plain.map((i) => runs[i]!.notify)];
-        for (const row of (await c.query<Row>({ ...S.succeedMany, values })).rows) ended.set(row.id, row);
-        for (const i of plain) {
-          out[i] = ended.get(runs[i]!.id);
-          ended.delete(runs[i]!.id); // the same job twice in a batch ends once
-        }
+    const out: Array<Job | undefined | Error> = new Array(runs.length);
+    // Successes without record writes, the usual end, take one statement for the whole batch; one
+    // per run, or a transaction around it, would cost round trips per job. Those it did not apply
+    // (a cancel requested, the lease lost) end below as any other run.
+    const plain = runs.flatMap((r, i) => (r.end.state === "succeeded" && r.end.ops.length === 0 ? [i] : []));
+    if (plain.length > 0) {
+      const shift = await this.currentShift(now);
+      const values = [plain.map((i) => runs[i]!.id), plain.map((i) => runs[i]!.owner), plain.map((i) => encode((runs[i]!.end as { result: unknown }).result)), now + shift, plain.map((i) => runs[i]!.notify)];
+      const ended = new Map<string, Row>();
+      for (const row of (await retryOnDeadlock(() => this.db().query<Row>({ ...S.succeedMany, values }))).rows) ended.set(row.id, row);
+      for (const i of plain) {
+        const row = ended.get(runs[i]!.id);
+        if (row === undefined) continue;
+        out[i] = this.toJob(row, shift);
+        ended.delete(row.id); // the same job twice in a batch ends once
       }
-      for (let i = 0; i < runs.length; i++) {
-        if (out[i] !== undefined) continue; // ended by the batch statement
+    }
+    const rest = runs.flatMap((_, i) => (out[i] === undefined ? [i] : []));
+    if (rest.length === 0) return out;
+    const { rows, shift } = await this.tx(now, async (c, shift) => {
+      await this.records.lockLists(c, rest.flatMap((i) => (runs[i]!.end.state === "succeeded" ? (runs[i]!.end as { ops: WriteOp[] }).ops : [])));
+      const ends: Array<Row | undefined | Error> = [];
+      for (const i of rest) {
         const run = runs[i]!;
-        // Only record writes can fail; the common end without them needs no savepoint.
+        // Only record writes can fail; an end without them needs no savepoint.
         if (run.end.state !== "succeeded" || run.end.ops.length === 0) {
-          out[i] = await this.endRun(c, run, now, shift);
+          ends.push(await this.endRun(c, run, now, shift));
           continue;
         }
         await c.query("SAVEPOINT end_run");
         try {
-          out[i] = await this.endRun(c, run, now, shift);
+          ends.push(await this.endRun(c, run, now, shift));
           await c.query("RELEASE SAVEPOINT end_run");
         } catch (err) {
           await c.query("ROLLBACK TO SAVEPOINT end_run");
-          out[i] = err instanceof Error ? err : new Error(String(err));
+          ends.push(err instanceof Error ? err : new Error(String(err)));
         }
       }
       // One NOTIFY statement for the batch: one per run would double a short job's round trips.
-      await announce(c, ...out.filter((r): r is Row => r !== undefined && !(r instanceof Error)));
-      return out;
+      await announce(c, ...ends.filter((r): r is Row => r !== undefined && !(r instanceof Error)));
+      return ends;
     });
-    return rows.map((r) => (r === undefined || r instanceof Error ? r : this.toJob(r, shift)));
+    rest.forEach((i, k) => {
+      const r = rows[k];
+      out[i] = r === undefined || r instanceof Error ? r : this.toJob(r, shift);
+    });
+    return out;
   }
 
   async cancel(id: string, now: number, notify: (kind: string) => boolean): Promise<{ job: Job; effect: "cancelled" | "requested" | "none" } | undefined> {
@@ -330,8 +351,7 @@ export class PostgresJobStore implements JobStore {
       c.on("error", again);
       c.on("end", again);
       c.on("notification", (msg) => {
-        const event = parseEvent(msg.payload, this.shift?.ms ?? 0);
-        if (event) onEvent(event);
+        for (const event of parseEvents(msg.payload, this.shift?.ms ?? 0)) onEvent(event);
       });
       try {
         await c.connect();
@@ -451,18 +471,23 @@ async function announce(c: pg.PoolClient, ...rows: Row[]): Promise<void> {
   else if (events.length > 1) await c.query({ ...S.notifyMany, values: [events] });
 }
 
-/** The JobEvent of a NOTIFY payload (due times moved back by `shift`); undefined if malformed. */
-function parseEvent(payload: string | undefined, shift: number): JobEvent | undefined {
+/**
+ * The JobEvents of a NOTIFY payload (due times moved back by `shift`); none if malformed. "ended"
+ * names one job or several of one kind: `["ended", kind, id, id, ...]`.
+ */
+function parseEvents(payload: string | undefined, shift: number): JobEvent[] {
   let e: unknown;
   try {
     e = JSON.parse(payload ?? "");
   } catch {
-    return undefined;
+    return [];
   }
-  if (!Array.isArray(e) || typeof e[1] !== "string") return undefined;
-  if (e[0] === "due" && typeof e[2] === "number") return { type: "due", kind: e[1], runAfter: e[2] - shift };
-  if ((e[0] === "cancel-requested" || e[0] === "ended") && typeof e[2] === "string") return { type: e[0], kind: e[1], id: e[2] };
-  return undefined;
+  if (!Array.isArray(e) || typeof e[1] !== "string") return [];
+  const kind = e[1];
+  if (e[0] === "due" && typeof e[2] === "number") return [{ type: "due", kind, runAfter: e[2] - shift }];
+  if (e[0] === "cancel-requested" && typeof e[2] === "string") return [{ type: "cancel-requested", kind, id: e[2] }];
+  if (e[0] === "ended") return e.slice(2).flatMap((id) => (typeof id === "string" ? [{ type: "ended" as const, kind, id }] : []));
+  return [];
 }
 
 function leaseStatus(rows: Array<{ cancel_requested: boolean }>): LeaseStatus {

@@ -2,6 +2,7 @@
 // leases whatever the runners' clocks say, NOTIFY wakes a runner for another instance's enqueue,
 // two runners share jobs exactly once, and a cancel racing a checkpoint never half-applies.
 import { describe, expect, it } from "vitest";
+import type pg from "pg";
 import { JobRunner } from "../../src/jobs/index.js";
 import type { JobEvent } from "../../src/jobs/types.js";
 import { PostgresJobStore } from "../../src/jobs/postgres-job-store.js";
@@ -74,6 +75,65 @@ describe.skipIf(!hasPostgres())(`PostgresJobStore across instances${hasPostgres(
     await a.claim("work", "r", 5, 2_000, 5_000, false);
     await new Promise((r) => setTimeout(r, 200));
     expect(events.filter((e) => e.type === "ended")).toHaveLength(1);
+  });
+
+  it("a batch of plain successes ends in one statement and tells the other instances each job ended; a run it did not end tells nothing", async () => {
+    const url = await newDatabase();
+    const a = await new PostgresJobStore(await open(url), { clock: "runner" }).open();
+    const b = await new PostgresJobStore(await open(url), { clock: "runner" }).open();
+    const events: JobEvent[] = [];
+    cleanups.push(b.watch((e) => events.push(e)));
+    await b.listening();
+    await a.enqueue(["x", "y", "gone"].map((id) => ({ id, kind: "work", scope, payload: {}, runAfter: 0 })), 0);
+    await a.claim("work", "r", 3, 0, 10_000, false);
+    // What a's records store is asked while it ends the batch: one statement, no transaction.
+    const records = (a as unknown as { records: { pool: pg.Pool; transaction: (...args: unknown[]) => unknown } }).records;
+    const sent: string[] = [];
+    let transactions = 0;
+    const query = records.pool.query.bind(records.pool) as (...args: unknown[]) => unknown;
+    const transaction = records.transaction.bind(records);
+    Object.assign(records.pool, {
+      query: (q: string | { name?: string; text: string }, ...rest: unknown[]) => {
+        sent.push(typeof q === "string" ? q : (q.name ?? q.text));
+        return query(q, ...rest);
+      },
+    });
+    records.transaction = (...args: unknown[]) => {
+      transactions++;
+      return transaction(...args);
+    };
+    const ended = await a.endRuns(
+      [
+        { id: "x", owner: "r", end: { state: "succeeded", result: 1, ops: [] }, notify: false },
+        { id: "y", owner: "r", end: { state: "succeeded", result: 2, ops: [] }, notify: false },
+      ],
+      100,
+    );
+    expect(ended).toMatchObject([{ id: "x", state: "succeeded", result: 1 }, { id: "y", state: "succeeded", result: 2 }]);
+    expect(sent).toEqual(["atrium_jobs_succeed_many"]);
+    expect(transactions).toBe(0);
+    await expect.poll(() => events.filter((e) => e.type === "ended").map((e) => (e as { id: string }).id).sort()).toEqual(["x", "y"]);
+    // A run whose lease another owner holds is not ended, and nobody is told it ended.
+    expect(await a.endRuns([{ id: "gone", owner: "someone-else", end: { state: "succeeded", result: 3, ops: [] }, notify: false }], 200)).toEqual([undefined]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(events.filter((e) => e.type === "ended")).toHaveLength(2);
+    expect(await b.get("gone")).toMatchObject({ state: "running", leaseOwner: "r" });
+  });
+
+  it("a large batch's ended wake-ups reach another instance whole, many ids to a notification", async () => {
+    // 65 ids of 108–147 characters a kind: over the 8,000-byte payload limit in one notification.
+    const url = await newDatabase();
+    const a = await new PostgresJobStore(await open(url), { clock: "runner" }).open();
+    const b = await new PostgresJobStore(await open(url), { clock: "runner" }).open();
+    const ended: string[] = [];
+    cleanups.push(b.watch((e) => e.type === "ended" && ended.push(e.id)));
+    await b.listening();
+    const ids = Array.from({ length: 130 }, (_, i) => `job-${String(i).padStart(3, "0")}-${"x".repeat(100 + (i % 40))}`);
+    await a.enqueue(ids.map((id) => ({ id, kind: i2kind(id), scope, payload: {}, runAfter: 0 })), 0);
+    for (const kind of ["even", "odd"]) await a.claim(kind, "r", 100, 0, 10_000, false);
+    const done = await a.endRuns(ids.map((id) => ({ id, owner: "r", end: { state: "succeeded", result: null, ops: [] }, notify: false })), 100);
+    expect(done.every((j) => j?.state === "succeeded")).toBe(true);
+    await expect.poll(() => [...ended].sort()).toEqual([...ids].sort());
   });
 
   it("a runner that never polls is woken by NOTIFY for a job another instance enqueues", async () => {
@@ -180,3 +240,8 @@ describe.skipIf(!hasPostgres())(`PostgresJobStore across instances${hasPostgres(
     }
   });
 });
+
+/** Two kinds, so a batch's wake-ups are grouped by kind as well as chunked. */
+function i2kind(id: string): string {
+  return Number(id.slice(4, 7)) % 2 === 0 ? "even" : "odd";
+}
