@@ -230,10 +230,6 @@ export async function pinned(options: InputTokensBenchOptions = {}): Promise<Inp
       console.log(`  raw tokenizer  ${rawMs.toFixed(1)} ms  ${rawMBps.toFixed(2)} MB/s   (runs: ${raw.map((x) => x.toFixed(0)).join(", ")} ms)`);
       console.log(`  endpoint       ${endpointMs.toFixed(1)} ms  ${endpointMBps.toFixed(2)} MB/s   (runs: ${endpoint.map((x) => x.toFixed(0)).join(", ")} ms)`);
       console.log(`  ratio endpoint/raw = ${ratio.toFixed(2)}× (target ≥ ${TARGET}×): ${result.pass ? "MET" : "NOT MET"}`);
-      console.log(
-        `  where it goes (same body, this thread): UTF-8 decode + JSON.parse ${median(parseMs).toFixed(1)} ms, one thread hop of the parsed body ${median(hopMs).toFixed(1)} ms (×2), ` +
-          `the count ${rawMs.toFixed(1)} ms → ${floorMs.toFixed(1)} ms before reading the socket or any other work: at most ${(rawMs / floorMs).toFixed(2)}× with the count off the event loop, ${(rawMs / (median(parseMs) + rawMs)).toFixed(2)}× with everything on it`,
-      );
     }
     return result;
   } finally {
