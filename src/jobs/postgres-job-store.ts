@@ -243,7 +243,25 @@ export class PostgresJobStore implements JobStore {
     }
     const rest = runs.flatMap((_, i) => (out[i] === undefined ? [i] : []));
     if (rest.length === 0) return out;
-    const { rows, shift } = await this.tx(now, async (c, shift) => {
+    let ended: { rows: Array<Row | undefined | Error>; shift: number };
+    try {
+      ended = await this.endInTransaction(runs, rest, now);
+    } catch (err) {
+      // The successes above are committed: only the runs left for the transaction failed.
+      if (rest.length === runs.length) throw err;
+      for (const i of rest) out[i] = err instanceof Error ? err : new Error(String(err));
+      return out;
+    }
+    rest.forEach((i, k) => {
+      const r = ended.rows[k];
+      out[i] = r === undefined || r instanceof Error ? r : this.toJob(r, ended.shift);
+    });
+    return out;
+  }
+
+  /** Ends `runs[i]` for each i of `rest` in one transaction, in that order; a failing completion is that run's Error. */
+  private endInTransaction(runs: RunEnding[], rest: number[], now: number): Promise<{ rows: Array<Row | undefined | Error>; shift: number }> {
+    return this.tx(now, async (c, shift) => {
       await this.records.lockLists(c, rest.flatMap((i) => (runs[i]!.end.state === "succeeded" ? (runs[i]!.end as { ops: WriteOp[] }).ops : [])));
       const ends: Array<Row | undefined | Error> = [];
       for (const i of rest) {
@@ -266,11 +284,6 @@ export class PostgresJobStore implements JobStore {
       await announce(c, ...ends.filter((r): r is Row => r !== undefined && !(r instanceof Error)));
       return ends;
     });
-    rest.forEach((i, k) => {
-      const r = rows[k];
-      out[i] = r === undefined || r instanceof Error ? r : this.toJob(r, shift);
-    });
-    return out;
   }
 
   async cancel(id: string, now: number, notify: (kind: string) => boolean): Promise<{ job: Job; effect: "cancelled" | "requested" | "none" } | undefined> {

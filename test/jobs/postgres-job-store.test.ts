@@ -120,6 +120,29 @@ describe.skipIf(!hasPostgres())(`PostgresJobStore across instances${hasPostgres(
     expect(await b.get("gone")).toMatchObject({ state: "running", leaseOwner: "r" });
   });
 
+  it("when the transaction for the other ends fails, the plain successes already ended stay ended and only the others fail", async () => {
+    const url = await newDatabase();
+    const a = await new PostgresJobStore(await open(url), { clock: "runner" }).open();
+    await a.enqueue(["plain", "failing"].map((id) => ({ id, kind: "work", scope, payload: {}, runAfter: 0 })), 0);
+    await a.claim("work", "r", 2, 0, 10_000, false);
+    const records = a as unknown as { records: { transaction: (...args: unknown[]) => Promise<unknown> } };
+    records.records.transaction = () => Promise.reject(new Error("connection lost"));
+    const ended = await a.endRuns(
+      [
+        { id: "plain", owner: "r", end: { state: "succeeded", result: 1, ops: [] }, notify: false },
+        { id: "failing", owner: "r", end: { state: "failed", error: "boom" }, notify: false },
+      ],
+      100,
+    );
+    expect(ended[0]).toMatchObject({ id: "plain", state: "succeeded", result: 1 });
+    expect(ended[1]).toBeInstanceOf(Error);
+    expect((ended[1] as Error).message).toBe("connection lost");
+    expect(await a.get("plain")).toMatchObject({ state: "succeeded" });
+    expect(await a.get("failing")).toMatchObject({ state: "running", leaseOwner: "r" });
+    // A batch with nothing for the one statement fails whole, as before.
+    await expect(a.endRuns([{ id: "failing", owner: "r", end: { state: "failed", error: "boom" }, notify: false }], 200)).rejects.toThrow("connection lost");
+  });
+
   it("a large batch's ended wake-ups reach another instance whole, many ids to a notification", async () => {
     // 65 ids of 108–147 characters a kind: over the 8,000-byte payload limit in one notification.
     const url = await newDatabase();
