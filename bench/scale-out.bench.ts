@@ -24,12 +24,16 @@
  *   2. multipart upload (POST /v1/files on A) and download (GET /v1/files/{id}/content on B) of a
  *      --file-mb file, MB/s, against the AWS SDK's PutObject (the body as one buffer) and
  *      GetObject of the object Atrium stored, on the same Swift bucket                 ≥ 0.8×
+ *      beside them: the SDK's own streamed multipart upload with Atrium's part size (the store's
+ *      multipart floor), and the machine's busy cores during Atrium's upload
  *   3. vector-store search over REST on B (POST /v1/vector_stores/{id}/search, query embedding
  *      included, sequential), p50 with --chunks chunks in the store: 100 real files ingested through
  *      A, padded as bench/search-postgres.bench.ts pads (written straight into the PostgreSQL
  *      index: embedding 100k chunks locally would take hours)                          ≤ 50 ms
  *   4. no-op jobs/s through PostgresJobStore: two runners in separate processes
  *      (bench/jobs-worker.ts, a pool of 4 connections each) against one                 ≥ 1.5×
+ *      beside it: the busy cores, and the ceiling the machine's cores allow at one instance's CPU
+ *      per job
  *   5. RSS of each instance idle after start-up and after the store is searched (B searched it).
  */
 import { randomBytes } from "node:crypto";
@@ -38,11 +42,14 @@ import * as fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
+import { Readable } from "node:stream";
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { Upload } from "@aws-sdk/lib-storage";
 import OpenAI, { toFile } from "openai";
 import pg from "pg";
 import { PostgresSearchIndex } from "../src/engines/search/postgres/index.js";
 import { openPostgresRecordStore } from "../src/storage/postgres/index.js";
+import { S3_PART_BYTES, S3_PARTS_IN_FLIGHT } from "../src/storage/s3-blobs.js";
 import { scaledEngines } from "../test/shared/scaled.js";
 import { testPostgres } from "../test/shared/postgres.js";
 import { testSwift } from "../test/shared/swift.js";
@@ -159,7 +166,13 @@ async function largestObject(s3: S3Client, bucket: string): Promise<string> {
 async function fileBench(loader: Loader, a: Server, b: Server, s3: S3Client, bucket: string): Promise<void> {
   const bytes = FILE_MB << 20;
   const body = randomBytes(bytes);
+  const parts = (o: number) => Readable.from((function* () {
+    for (; o < bytes; o += 1 << 20) yield body.subarray(o, o + (1 << 20));
+  })());
   const atriumRound = async () => {
+    const busy0 = machineBusySeconds();
+    const cpu0 = cpuSeconds(a.proc.pid!);
+    const t0 = performance.now();
     const up = await loader.run({
       kind: "upload",
       url: `${a.url}/v1/files`,
@@ -169,6 +182,9 @@ async function fileBench(loader: Loader, a: Server, b: Server, s3: S3Client, buc
       multipart: { fields: { purpose: "user_data" }, fileField: "file", filename: "bench.bin" },
     });
     if (up.status !== 200) throw new Error(`upload through A: HTTP ${up.status}: ${up.body}`);
+    const upS = (performance.now() - t0) / 1000;
+    const upCores = (machineBusySeconds() - busy0) / upS;
+    const upA = (cpuSeconds(a.proc.pid!) - cpu0) / upS;
     const id = JSON.parse(up.body).id as string;
     const down = await loader.run({ kind: "download", url: `${b.url}/v1/files/${id}/content`, headers: auth, times: 1 });
     if (down.status !== 200) throw new Error(`download through B: HTTP ${down.status}`);
@@ -177,8 +193,12 @@ async function fileBench(loader: Loader, a: Server, b: Server, s3: S3Client, buc
     const sdkPut = await timed(bytes, () => s3.send(new PutObjectCommand({ Bucket: bucket, Key: "bench/sdk-put", Body: body, ContentLength: bytes })));
     const sdkGetPlain = await timed(bytes, async () => drain((await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "bench/sdk-put" }))).Body as AsyncIterable<unknown>));
     await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: "bench/sdk-put" }));
+    // The SDK's own streamed multipart upload with Atrium's part size and parts in flight: what
+    // the store's multipart path allows before Atrium's own hop.
+    const sdkMultipart = await timed(bytes, () => new Upload({ client: s3, params: { Bucket: bucket, Key: "bench/sdk-multipart", Body: parts(0) }, partSize: S3_PART_BYTES, queueSize: S3_PARTS_IN_FLIGHT }).done());
+    await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: "bench/sdk-multipart" }));
     await (await fetch(`${a.url}/v1/files/${id}`, { method: "DELETE", headers: auth })).arrayBuffer();
-    return { up: up.mbps as number, down: down.mbps as number, sdkPut, sdkGet, sdkGetPlain };
+    return { up: up.mbps as number, down: down.mbps as number, sdkPut, sdkGet, sdkGetPlain, sdkMultipart, upCores, upA };
   };
   await atriumRound(); // warm-up
   const r: Array<Awaited<ReturnType<typeof atriumRound>>> = [];
@@ -188,6 +208,10 @@ async function fileBench(loader: Loader, a: Server, b: Server, s3: S3Client, buc
   row(`download ${FILE_MB} MiB (GET /v1/files/{id}/content on B)`, "SDK GetObject, same object", m("sdkGet"), m("down"), "MB/s", 0.8);
   printRows(`2. File throughput through Atrium on Swift (s3api) against the AWS SDK on the same bucket, 1 stream, median of ${RUNS}`);
   console.log(`  for reference: SDK GetObject of the SDK's own single-part object ${m("sdkGetPlain").toFixed(0)} MB/s (Atrium's objects are multipart uploads)`);
+  console.log(
+    `  the store's multipart floor: the SDK's own streamed multipart upload (${S3_PART_BYTES >> 20} MiB parts, ${S3_PARTS_IN_FLIGHT} in flight) ${m("sdkMultipart").toFixed(0)} MB/s ` +
+      `(${(m("sdkMultipart") / m("sdkPut")).toFixed(2)}× PutObject); during Atrium's upload ${m("upCores").toFixed(2)} of ${os.cpus().length} cores were busy, instance A ${m("upA").toFixed(2)} of them`,
+  );
 }
 
 // ---------- 3. search ----------
@@ -349,6 +373,9 @@ async function jobsBench(): Promise<void> {
       return `${m.toFixed(2)} of ${os.cpus().length} cores busy (runners ${w.toFixed(2)}, the rest — PostgreSQL, this process — ${(m - w).toFixed(2)}), ${cpuPerJob.toFixed(0)} µs of CPU per job`;
     };
     console.log(`  machine while draining: 1 instance ${cores(one)}; 2 instances ${cores(two)}`);
+    // The most a second instance could add: every core busy at one instance's CPU per job.
+    const ceiling = os.cpus().length / median(one.map((x) => x.machineCores / x.rate)) / rate(one);
+    console.log(`  ceiling on this machine: all ${os.cpus().length} cores at one instance's CPU per job would run ${ceiling.toFixed(2)}× one instance (target 1.5×)`);
   } finally {
     await db.end();
     await pgs.dropDatabase(url);

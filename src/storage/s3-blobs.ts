@@ -22,8 +22,8 @@ import { checkBlobKey } from "./disk-blobs.js";
 import { BlobNotFound, BlobTooLarge, type BlobEntry, type BlobInfo, type BlobStore } from "./types.js";
 
 /** Part size of streamed uploads: above S3's 5 MiB minimum, small enough to keep memory flat. */
-const PART_BYTES = 8 * 1024 * 1024;
-const PARTS_IN_FLIGHT = 4;
+export const S3_PART_BYTES = 8 * 1024 * 1024;
+export const S3_PARTS_IN_FLIGHT = 4;
 /**
  * Multipart uploads older than this are abandoned writes (a process died mid-upload) and are
  * aborted at start-up. Generous, because another instance's long upload may still be running.
@@ -117,8 +117,8 @@ export class S3BlobStore implements BlobStore {
     const upload = new Upload({
       client: this.client,
       params: { Bucket: this.location.bucket, Key: objectKey, Body: body },
-      partSize: PART_BYTES,
-      queueSize: PARTS_IN_FLIGHT,
+      partSize: S3_PART_BYTES,
+      queueSize: S3_PARTS_IN_FLIGHT,
       // A failed multipart upload is aborted, so no part outlives it.
       leavePartsOnError: false,
     });
