@@ -21,6 +21,7 @@ export {
   type ToolCost,
 } from "./models.js";
 export { countTools } from "./tools.js";
+export { splitAtPieceBoundaries } from "./split.js";
 
 import { getEncoding, type EncodingName } from "./encoding.js";
 import { resolveModel } from "./models.js";

@@ -59,6 +59,7 @@ export class InputCounter {
   private readonly maxFileBytes: number;
   private readonly pdfDpi: number;
   private readonly maxPdfPages: number;
+  private readonly longTextChars: number;
   total = 0;
   items = 0;
 
@@ -72,9 +73,15 @@ export class InputCounter {
     this.maxFileBytes = options.maxFileBytes ?? 50 * MiB;
     this.pdfDpi = options.pdfDpi ?? 72;
     this.maxPdfPages = options.maxPdfPages ?? 1000;
+    this.longTextChars = options.longTextChars ?? 256 * 1024;
   }
 
+  /** The tokens of `s`, or 0 with its count added in finish() when it goes to deps.countLongText. */
   text(s: string): number {
+    if (s.length >= this.longTextChars && this.deps.countLongText) {
+      this.later(this.deps.countLongText(this.model.encoding, s));
+      return 0;
+    }
     return this.enc.countTokens(s);
   }
 

@@ -31,7 +31,7 @@
  * rejected with a 400 rather than silently ignored.
  * Images: see InputCounter.image; files (PDF only): see InputCounter.file (input-items.ts).
  */
-import { getEncoding, type BpeEncoding } from "./encoding.js";
+import { getEncoding, type BpeEncoding, type EncodingName } from "./encoding.js";
 import { fromDependency, InputTokensError, invalid, missing, wrongType } from "./errors.js";
 import { InputCounter, isObj, type Json } from "./input-items.js";
 import { resolveModel } from "./models.js";
@@ -50,6 +50,11 @@ export interface InputTokensDeps {
   resolveConversation?(id: string): Promise<unknown[]>;
   /** The stored item an `item_reference` points at. */
   resolveItemReference?(id: string): Promise<unknown>;
+  /**
+   * Counts a text of at least `longTextChars` somewhere else (e.g. in parts on worker threads,
+   * split with splitAtPieceBoundaries); without it, every text is counted on this thread.
+   */
+  countLongText?(encoding: EncodingName, text: string): Promise<number>;
 }
 
 export interface InputTokensOptions {
@@ -65,6 +70,8 @@ export interface InputTokensOptions {
   pdfDpi?: number;
   /** Most pages accepted in one PDF (default 1000 → 400 above). */
   maxPdfPages?: number;
+  /** Texts of at least this many characters go to `deps.countLongText` when it is given. Default 256 Ki. */
+  longTextChars?: number;
 }
 
 export interface InputTokensResult {

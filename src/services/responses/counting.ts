@@ -1,7 +1,7 @@
 // Counting a request body's input tokens, the same way on this thread (small bodies) and on a
 // counting worker (worker.ts, large ones): the engine does the counting; this module gives it the
 // project's Files, the fetch policy for image and file URLs, and the shapes that cross threads.
-import { countInputTokens, InputTokensError, type InputTokensErrorStatus } from "../../engines/tokenizer/index.js";
+import { countInputTokens, InputTokensError, type EncodingName, type InputTokensErrorStatus } from "../../engines/tokenizer/index.js";
 import { fetchUrl, FetchUrlError, type FetchPolicy } from "../../common/fetch-url.js";
 import type { Scope } from "../../storage/types.js";
 
@@ -45,12 +45,11 @@ export function countingHost(lookups: CountingLookups) {
   };
 }
 
-/** One count sent to a worker: the body as the response API's JSON, and whose Files it may read. */
-export interface CountTask {
-  body: Record<string, unknown>;
-  scope: Scope;
-  policy: FetchPolicy;
-}
+/**
+ * One count sent to a worker: a whole body as the response API's JSON and whose Files it may read,
+ * or one part of a long text (the worker counts its tokens alone).
+ */
+export type CountTask = { body: Record<string, unknown>; scope: Scope; policy: FetchPolicy } | { text: string; encoding: EncodingName };
 
 export type CountReply = { inputTokens: number } | { error: CountingErrorDescription };
 
@@ -61,10 +60,12 @@ export async function countBody(
   lookups: Pick<CountingLookups, "readFile">,
   policy: FetchPolicy,
   fetcher: typeof fetchUrl = fetchUrl,
+  countLongText?: (encoding: EncodingName, text: string) => Promise<number>,
 ): Promise<number> {
   const result = await countInputTokens(
     body,
     {
+      countLongText,
       fetchImage: (url) =>
         fetcher(url, policy).catch((e) => {
           throw e instanceof FetchUrlError ? new InputTokensError(e.status, "", e.message, e.code) : e;

@@ -15,7 +15,7 @@ import type { ServiceDeps } from "../deps.js";
 import { filesApi } from "../files/index.js";
 import { fineTunedModels, modelNotFound } from "../models/index.js";
 import { countBody, MAX_INPUT_FILE_BYTES, type CountingLookups } from "./counting.js";
-import { hasTextAtLeast, OFF_THREAD_TEXT_BYTES, type CountingWorkers } from "./workers.js";
+import { countingPlace, type CountingWorkers } from "./workers.js";
 
 /** The typed request as the response API's JSON body (only the fields that were given). */
 function requestJson(req: CountInputTokensRequest): Record<string, unknown> {
@@ -102,10 +102,12 @@ export function responsesServiceWith(lookups: CountingLookups, opts: ResponsesOp
         throw modelNotFound(req.model);
       try {
         const body = requestJson(req);
+        const workers = opts.workers;
+        const place = workers ? countingPlace(body) : "here";
         const inputTokens =
-          opts.workers && hasTextAtLeast(body, OFF_THREAD_TEXT_BYTES)
-            ? await opts.workers.count({ body, scope, policy }, ctx.signal)
-            : await countBody(body, scope, lookups, policy, fetcher);
+          place === "worker"
+            ? await workers!.count({ body, scope, policy }, ctx.signal)
+            : await countBody(body, scope, lookups, policy, fetcher, place === "long-texts" ? (encoding, text) => workers!.countText(encoding, text, ctx.signal) : undefined);
         return { object: "response.input_tokens", inputTokens: BigInt(inputTokens) };
       } catch (e) {
         if (e instanceof InputTokensError) throw new ApiError(e.status, e.message, { param: e.param || null, code: e.code ?? null, cause: e });

@@ -1,7 +1,7 @@
 // A counting worker thread (started by CountingWorkers, workers.ts): counts one large request body
 // at a time with the engine, asking the main thread for the project's Files.
 import { callHost, serveTasks } from "../../engines/pool/index.js";
-import { InputTokensError, warmUpTokenizer } from "../../engines/tokenizer/index.js";
+import { getEncoding, InputTokensError, warmUpTokenizer } from "../../engines/tokenizer/index.js";
 import type { Scope } from "../../storage/types.js";
 import { countBody, type CountReply, type CountTask, type HostFileReply } from "./counting.js";
 
@@ -18,6 +18,7 @@ const lookups = {
 };
 
 serveTasks<CountTask, CountReply>(async (task) => {
+  if ("text" in task) return { inputTokens: getEncoding(task.encoding).countTokens(task.text) };
   try {
     return { inputTokens: await countBody(task.body, task.scope, lookups, task.policy) };
   } catch (e) {

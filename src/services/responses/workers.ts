@@ -1,19 +1,34 @@
-// Large token counts run on a worker thread (worker.ts), so a 1 MB count (~40 ms of BPE) never
+// Large token counts run on worker threads (worker.ts), so a 1 MB count (~12-40 ms of BPE) never
 // holds the event loop that every other request shares. A pool of its own rather than the batch
 // workers: a batch's slices and an interactive count each keep their own queue, so neither waits
 // behind the other. Workers start on first use; what only this thread has (the project's Files and
-// fine-tuned models) the workers ask for through host calls.
+// fine-tuned models) the workers ask for through host calls. A long text is split where the
+// encodings start a new piece and its parts are counted on all the workers at once: the count of
+// one long input, the common large request, takes the time of its largest part.
+import { availableParallelism } from "node:os";
 import { WorkerPool, workerScript } from "../../engines/pool/index.js";
-import { InputTokensError } from "../../engines/tokenizer/index.js";
+import { InputTokensError, splitAtPieceBoundaries, type EncodingName } from "../../engines/tokenizer/index.js";
 import { countingHost, type CountingLookups, type CountReply, type CountTask } from "./counting.js";
 
-/** Requests with at least this much text are counted on a worker; smaller ones cost less than the hand-off. */
+/** Requests with at least this much text are counted off this thread; smaller ones cost less than the hand-off. */
 export const OFF_THREAD_TEXT_BYTES = 64 * 1024;
+
+/** Texts of at least this many characters are counted in parts on the workers (countText). */
+export const LONG_TEXT_CHARS = 256 * 1024;
+
+/**
+ * A worker per core, up to 4: they run niced below the event loop, and a long text's parts are
+ * counted on all of them at once. They start on the first large count.
+ */
+export const COUNTING_WORKERS = Math.max(1, Math.min(4, availableParallelism()));
 
 export class CountingWorkers {
   private readonly pool: WorkerPool<CountTask, CountReply>;
 
-  constructor(lookups: CountingLookups, size: number) {
+  constructor(
+    lookups: CountingLookups,
+    private readonly size: number,
+  ) {
     this.pool = new WorkerPool<CountTask, CountReply>({
       script: workerScript(import.meta.url, "worker"),
       size,
@@ -24,11 +39,18 @@ export class CountingWorkers {
     });
   }
 
-  /** The count of `task.body` on a worker: its tokens, or the counting error it raised there. */
+  /** The count of `task` on a worker: its tokens, or the counting error it raised there. */
   async count(task: CountTask, signal?: AbortSignal): Promise<number> {
     const reply = await this.pool.run(task, { signal });
     if ("error" in reply) throw new InputTokensError(reply.error.status, reply.error.param, reply.error.message, reply.error.code);
     return reply.inputTokens;
+  }
+
+  /** The tokens of `text`, in parts of at least half of LONG_TEXT_CHARS counted on the workers at once. */
+  async countText(encoding: EncodingName, text: string, signal?: AbortSignal): Promise<number> {
+    const parts = splitAtPieceBoundaries(text, this.size, LONG_TEXT_CHARS / 2);
+    const counts = await Promise.all(parts.map((part) => this.count({ text: part, encoding }, signal)));
+    return counts.reduce((a, b) => a + b, 0);
   }
 
   close(): Promise<void> {
@@ -37,19 +59,23 @@ export class CountingWorkers {
 }
 
 /**
- * Whether `value` (a request body as JSON) holds at least `limit` bytes of strings, counting UTF-16
- * units as a cheap stand-in for bytes. Stops as soon as it knows, so a large body costs a partial walk.
+ * Where a body (the response API's JSON) is counted: "here" when it holds under
+ * OFF_THREAD_TEXT_BYTES of strings; "long-texts" when its strings of LONG_TEXT_CHARS or more hold
+ * the rest (this thread walks the body and counts the short ones, the workers count the long ones
+ * in parts); "worker" for the whole body on one worker otherwise (much text in shorter strings).
+ * String lengths in UTF-16 units stand in for bytes; the walk stops as soon as it knows "worker".
  */
-export function hasTextAtLeast(value: unknown, limit: number): boolean {
-  let total = 0;
+export function countingPlace(value: unknown): "here" | "long-texts" | "worker" {
+  let short = 0;
+  let long = false;
   const stack: unknown[] = [value];
   while (stack.length) {
     const v = stack.pop();
     if (typeof v === "string") {
-      total += v.length;
-      if (total >= limit) return true;
-    } else if (Array.isArray(v)) stack.push(...v);
-    else if (v !== null && typeof v === "object") stack.push(...Object.values(v));
+      if (v.length >= LONG_TEXT_CHARS) long = true;
+      else if ((short += v.length) >= OFF_THREAD_TEXT_BYTES) return "worker";
+    } else if (Array.isArray(v)) for (const x of v) stack.push(x);
+    else if (v !== null && typeof v === "object") for (const x of Object.values(v)) stack.push(x);
   }
-  return false;
+  return long ? "long-texts" : "here";
 }

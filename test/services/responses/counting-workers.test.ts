@@ -1,10 +1,11 @@
-// Large token counts run on a counting worker (src/services/responses/workers.ts). The worker must
-// count exactly what this thread counts, reach the project's Files through the host, map errors the
-// same way, and leave the event loop free while it counts.
+// Large token counts run on counting workers (src/services/responses/workers.ts). The workers must
+// count exactly what this thread counts (a long text split in parts across them included), reach
+// the project's Files through the host, map errors the same way, and leave the event loop free
+// while they count.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { InputTokensError } from "../../../src/engines/tokenizer/index.js";
+import { getEncoding, InputTokensError } from "../../../src/engines/tokenizer/index.js";
 import { countBody, type CountingLookups } from "../../../src/services/responses/counting.js";
-import { CountingWorkers, hasTextAtLeast, OFF_THREAD_TEXT_BYTES } from "../../../src/services/responses/workers.js";
+import { CountingWorkers, countingPlace, LONG_TEXT_CHARS, OFF_THREAD_TEXT_BYTES } from "../../../src/services/responses/workers.js";
 import type { FetchPolicy } from "../../../src/common/fetch-url.js";
 import { API_KEY, startTestServer, type TestServer } from "../../shared/server.js";
 import { api, sdk, toFile } from "../../shared/rest.js";
@@ -54,7 +55,7 @@ describe("CountingWorkers: the same counts and errors as this thread", () => {
   afterAll(() => workers.close());
 
   it.each(bodies)("%s", async (_name, body) => {
-    expect(hasTextAtLeast(body, OFF_THREAD_TEXT_BYTES)).toBe(true);
+    expect(countingPlace(body)).toBe("worker");
     const here = await countBody(body, scope, lookups, policy);
     expect(here).toBeGreaterThan(1000);
     expect(await workers.count({ body, scope, policy })).toBe(here);
@@ -83,10 +84,38 @@ describe("CountingWorkers: the same counts and errors as this thread", () => {
     expect(await order(() => countBody(body, scope, lookups, policy))).toEqual(["counted", "turn"]);
   });
 
-  it("hasTextAtLeast counts the strings anywhere in the body, and stops at the limit", () => {
-    expect(hasTextAtLeast({ model: "gpt-4o", input: "x".repeat(100) }, 200)).toBe(false);
-    expect(hasTextAtLeast({ a: ["x".repeat(100), { b: "y".repeat(100) }] }, 200)).toBe(true);
-    expect(hasTextAtLeast({ a: 1, b: null, c: true }, 1)).toBe(false);
+  it("countingPlace: under 64 KiB of strings here; long strings and little else in parts; much text in shorter strings on a worker", () => {
+    expect(countingPlace({ model: "gpt-4o", input: "x".repeat(100) })).toBe("here");
+    expect(countingPlace({ a: 1, b: null, c: true })).toBe("here");
+    expect(countingPlace({ a: ["x".repeat(OFF_THREAD_TEXT_BYTES / 2), { b: "y".repeat(OFF_THREAD_TEXT_BYTES / 2) }] })).toBe("worker");
+    expect(countingPlace({ model: "gpt-4o", input: [{ role: "user", content: "x".repeat(LONG_TEXT_CHARS) }], instructions: "short" })).toBe("long-texts");
+    expect(countingPlace({ input: ["x".repeat(LONG_TEXT_CHARS), ...Array.from({ length: 100 }, () => "y".repeat(1000))] })).toBe("worker");
+  });
+});
+
+describe("CountingWorkers.countText: a long text in parts on every worker at once", () => {
+  let workers: CountingWorkers;
+  beforeAll(() => {
+    workers = new CountingWorkers(lookups, 3);
+  });
+  afterAll(() => workers.close());
+
+  it.each([["o200k_base", 1_000_000, 21], ["cl100k_base", 600_000, 22]] as const)("%s, %i characters: the parts add up to the count on this thread", async (encoding, chars, seed) => {
+    const text = prose(chars, seed);
+    const sent = vi.spyOn(workers, "count");
+    try {
+      expect(await workers.countText(encoding, text)).toBe(getEncoding(encoding).countTokens(text));
+      const parts = sent.mock.calls.map(([task]) => ("text" in task ? task.text : ""));
+      expect(parts.length).toBe(3);
+      expect(parts.join("")).toBe(text);
+    } finally {
+      sent.mockRestore();
+    }
+  });
+
+  it("a text with no place to split is counted whole on one worker", async () => {
+    const text = "x".repeat(LONG_TEXT_CHARS * 2);
+    expect(await workers.countText("o200k_base", text)).toBe(getEncoding("o200k_base").countTokens(text));
   });
 });
 
@@ -123,8 +152,24 @@ describe("POST /v1/responses/input_tokens with large bodies", () => {
       expect(sent).not.toHaveBeenCalled();
       expect((await count({ model: "gpt-4o", input: prose(OFF_THREAD_TEXT_BYTES + 10) })).status).toBe(200);
       expect(sent).toHaveBeenCalledTimes(1);
+      expect(sent.mock.calls[0]![0]).toHaveProperty("body");
     } finally {
       sent.mockRestore();
+    }
+  });
+
+  it("a long input is counted in parts on the workers, the rest of the body here: the same count", async () => {
+    const parts = vi.spyOn(CountingWorkers.prototype, "countText");
+    const whole = vi.spyOn(CountingWorkers.prototype, "count");
+    try {
+      const body = { model: "gpt-4o", instructions: "Be brief.", input: [...COOKBOOK_MESSAGES, { role: "user", content: prose(LONG_TEXT_CHARS * 3, 17) }] };
+      const expected = await countBody(body, scope, lookups, policy);
+      expect(await count(body)).toEqual({ status: 200, body: { object: "response.input_tokens", input_tokens: expected } });
+      expect(parts).toHaveBeenCalledTimes(1);
+      expect(whole.mock.calls.every(([task]) => "text" in task)).toBe(true);
+    } finally {
+      parts.mockRestore();
+      whole.mockRestore();
     }
   });
 });
