@@ -35,8 +35,9 @@
  *   multipart upload (POST /v1/files)                 vs the best of a busboy-to-disk route and
  *                                                    a raw PUT-to-disk route (both fsync, as
  *                                                    Atrium does)                        ≥ 0.8×
- *   Atrium's peak RSS over the upload+download rounds of a --file-mb file   < 150 MB, and
- *                                                    about the same as for a 64 MiB file
+ *   Atrium's peak RSS over the upload+download rounds of a --file-mb file   ≤ 160 MB (issue 21;
+ *                                                    < 150 MB before it), and about the same
+ *                                                    as for a 64 MiB file
  *
  * Where the time goes: bench/profile.ts (CPU profile of one request shape under load).
  */
@@ -291,7 +292,7 @@ async function fileBench(loader: Loader, atrium: Server, bare: Server) {
     `\nAtrium peak RSS (VmHWM${canReset ? ", reset between phases" : ", lifetime: reset not permitted"}; 1 MB = 10^6 bytes):\n` +
       `  ${mbs(peakBig)} over ${RUNS} uploads+downloads of ${mb} MiB; ${mbs(peakSmall)} over one of 64 MiB; idle after start-up ${mbs(idle)}\n` +
       `  so the transfers add ${mbs(peakBig - idle)} (${mb} MiB) and ${mbs(peakSmall - idle)} (64 MiB) to the idle process\n` +
-      `  target < 150 MB: ${peakBig < 150 * MB ? "yes" : "NO"}; flat in file size (${mb} MiB peak within 15 % of the 64 MiB one): ${peakBig <= peakSmall * 1.15 ? "yes" : "NO"}\n` +
+      `  target ≤ 160 MB: ${peakBig <= 160 * MB ? "yes" : "NO"} (the earlier < 150 MB: ${peakBig < 150 * MB ? "yes" : "no"}); flat in file size (${mb} MiB peak within 15 % of the 64 MiB one): ${peakBig <= peakSmall * 1.15 ? "yes" : "NO"}\n` +
       `  for comparison, the bare process over its plain rounds: ${mbs(barePeak)} (idle ${mbs(bareIdle)}, +${mbs(barePeak - bareIdle)})`,
   );
 }
