@@ -3,8 +3,9 @@
 // workers: a batch's slices and an interactive count each keep their own queue, so neither waits
 // behind the other. Workers start on first use; what only this thread has (the project's Files and
 // fine-tuned models) the workers ask for through host calls. A long text is split where the
-// encodings start a new piece and its parts are counted on all the workers at once: the count of
-// one long input, the common large request, takes the time of its largest part.
+// encodings start a new piece and its parts are counted on all the workers at once: with two
+// workers or more, the count of one long input, the common large request, takes the time of its
+// largest part.
 import { availableParallelism } from "node:os";
 import { WorkerPool, workerScript } from "../../engines/pool/index.js";
 import { InputTokensError, splitAtPieceBoundaries, type EncodingName } from "../../engines/tokenizer/index.js";
@@ -17,10 +18,11 @@ export const OFF_THREAD_TEXT_BYTES = 64 * 1024;
 export const LONG_TEXT_CHARS = 256 * 1024;
 
 /**
- * A worker per core, up to 4: they run niced below the event loop, and a long text's parts are
- * counted on all of them at once. They start on the first large count.
+ * A worker per core but one, up to 4: one core stays with the event loop, and each worker costs
+ * ~100–200 MB once it has counted (the encodings' tables and its heap), so a 2-core machine keeps
+ * one. They start on the first large count; a long text's parts go to all of them at once.
  */
-export const COUNTING_WORKERS = Math.max(1, Math.min(4, availableParallelism()));
+export const COUNTING_WORKERS = Math.max(1, Math.min(4, availableParallelism() - 1));
 
 export class CountingWorkers {
   private readonly pool: WorkerPool<CountTask, CountReply>;
