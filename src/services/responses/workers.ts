@@ -62,22 +62,25 @@ export class CountingWorkers {
 
 /**
  * Where a body (the response API's JSON) is counted: "here" when it holds under
- * OFF_THREAD_TEXT_BYTES of strings; "long-texts" when its strings of LONG_TEXT_CHARS or more hold
- * the rest (this thread walks the body and counts the short ones, the workers count the long ones
- * in parts); "worker" for the whole body on one worker otherwise (much text in shorter strings).
- * String lengths in UTF-16 units stand in for bytes; the walk stops as soon as it knows "worker".
+ * OFF_THREAD_TEXT_BYTES of strings; "long-texts" when long texts hold the rest (this thread walks
+ * the body and counts the short strings, the workers count the long texts in parts); "worker" for
+ * the whole body on one worker otherwise. A long text is a string of LONG_TEXT_CHARS or more in
+ * `input` or `instructions` that can be cut (splitAtPieceBoundaries): a data URL or base64 file,
+ * which has no place to cut and is decoded rather than counted, or a long tool definition, which
+ * the engine counts where it walks, stays with the whole body on a worker. String lengths in
+ * UTF-16 units stand in for bytes; the walk stops as soon as it knows "worker".
  */
-export function countingPlace(value: unknown): "here" | "long-texts" | "worker" {
+export function countingPlace(body: Record<string, unknown>): "here" | "long-texts" | "worker" {
   let short = 0;
   let long = false;
-  const stack: unknown[] = [value];
+  const stack: Array<[unknown, boolean]> = Object.entries(body).map(([k, v]) => [v, k === "input" || k === "instructions"]);
   while (stack.length) {
-    const v = stack.pop();
+    const [v, text] = stack.pop()!;
     if (typeof v === "string") {
-      if (v.length >= LONG_TEXT_CHARS) long = true;
+      if (text && v.length >= LONG_TEXT_CHARS && splitAtPieceBoundaries(v, 2, LONG_TEXT_CHARS / 2).length > 1) long = true;
       else if ((short += v.length) >= OFF_THREAD_TEXT_BYTES) return "worker";
-    } else if (Array.isArray(v)) for (const x of v) stack.push(x);
-    else if (v !== null && typeof v === "object") for (const x of Object.values(v)) stack.push(x);
+    } else if (Array.isArray(v)) for (const x of v) stack.push([x, text]);
+    else if (v !== null && typeof v === "object") for (const x of Object.values(v)) stack.push([x, text]);
   }
   return long ? "long-texts" : "here";
 }

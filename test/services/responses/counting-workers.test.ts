@@ -84,12 +84,21 @@ describe("CountingWorkers: the same counts and errors as this thread", () => {
     expect(await order(() => countBody(body, scope, lookups, policy))).toEqual(["counted", "turn"]);
   });
 
-  it("countingPlace: under 64 KiB of strings here; long strings and little else in parts; much text in shorter strings on a worker", () => {
+  it("countingPlace: under 64 KiB of strings here; long texts and little else in parts; anything else large on a worker", () => {
+    const long = prose(LONG_TEXT_CHARS + 10, 5);
     expect(countingPlace({ model: "gpt-4o", input: "x".repeat(100) })).toBe("here");
     expect(countingPlace({ a: 1, b: null, c: true })).toBe("here");
-    expect(countingPlace({ a: ["x".repeat(OFF_THREAD_TEXT_BYTES / 2), { b: "y".repeat(OFF_THREAD_TEXT_BYTES / 2) }] })).toBe("worker");
-    expect(countingPlace({ model: "gpt-4o", input: [{ role: "user", content: "x".repeat(LONG_TEXT_CHARS) }], instructions: "short" })).toBe("long-texts");
-    expect(countingPlace({ input: ["x".repeat(LONG_TEXT_CHARS), ...Array.from({ length: 100 }, () => "y".repeat(1000))] })).toBe("worker");
+    expect(countingPlace({ input: ["x".repeat(OFF_THREAD_TEXT_BYTES / 2), { b: "y".repeat(OFF_THREAD_TEXT_BYTES / 2) }] })).toBe("worker");
+    expect(countingPlace({ model: "gpt-4o", input: [{ role: "user", content: long }], instructions: "short" })).toBe("long-texts");
+    expect(countingPlace({ model: "gpt-4o", instructions: long, input: "hello" })).toBe("long-texts");
+    // Much text besides the long one.
+    expect(countingPlace({ input: [long, ...Array.from({ length: 100 }, () => "y".repeat(1000))] })).toBe("worker");
+    // Payloads that are decoded, not counted, and texts with nowhere to cut.
+    const image = dataUrl(png(64, 64)).replace(",", "," + "A".repeat(LONG_TEXT_CHARS));
+    expect(countingPlace({ model: "gpt-4o", input: [{ role: "user", content: [{ type: "input_image", image_url: image }] }] })).toBe("worker");
+    expect(countingPlace({ model: "gpt-4o", input: "x".repeat(LONG_TEXT_CHARS) })).toBe("worker");
+    // A long text outside input and instructions (a tool's description) is counted where the engine walks: with the whole body.
+    expect(countingPlace({ model: "gpt-4o", input: "hi", tools: [{ type: "function", name: "f", description: long, parameters: {} }] })).toBe("worker");
   });
 });
 
@@ -113,7 +122,7 @@ describe("CountingWorkers.countText: a long text in parts on every worker at onc
     }
   });
 
-  it("a text with no place to split is counted whole on one worker", async () => {
+  it("a text with nowhere to cut is counted whole on one worker", async () => {
     const text = "x".repeat(LONG_TEXT_CHARS * 2);
     expect(await workers.countText("o200k_base", text)).toBe(getEncoding("o200k_base").countTokens(text));
   });
