@@ -28,7 +28,7 @@ import type { ServiceBinding } from "./common/service.js";
 import { allowedMethods, registerRestRoutes } from "./transport/rest/transcoder.js";
 import type { MultipartShape } from "./transport/rest/multipart.js";
 import { FormBody } from "./transport/rest/form.js";
-import { JsonBodies } from "./transport/rest/json-body.js";
+import { JsonBodies, opensAsJson } from "./transport/rest/json-body.js";
 import { systemClock, type AreaEvents, type Clock, type ServiceDeps } from "./services/deps.js";
 import { ExpirySweeper } from "./jobs/expiry.js";
 import { JobRunner } from "./jobs/runner.js";
@@ -83,13 +83,6 @@ export interface ExtraListener {
 export interface RunningServer extends AtriumServer {
   url: string;
   port: number;
-}
-
-/** Whether the body's first byte after ASCII whitespace is "{" or "[". */
-function opensAsJson(body: Buffer): boolean {
-  let i = 0;
-  while (i < body.length && (body[i] === 0x20 || (body[i]! >= 0x09 && body[i]! <= 0x0d))) i++;
-  return body[i] === 0x7b || body[i] === 0x5b;
 }
 
 const urlOf = (host: string, port: number, tls: boolean) => `${tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;

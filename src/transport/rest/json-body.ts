@@ -12,6 +12,13 @@ export const OFF_THREAD_JSON_BYTES = 256 * 1024;
 /** The worker's answer: the value, or where the text stopped being JSON (null: the end). */
 export type ParseReply = { value: unknown } | { invalidAt: number | null };
 
+/** Whether the body's first byte after ASCII whitespace is "{" or "[" (a JSON body under another label). */
+export function opensAsJson(body: Buffer): boolean {
+  let i = 0;
+  while (i < body.length && (body[i] === 0x20 || (body[i]! >= 0x09 && body[i]! <= 0x0d))) i++;
+  return body[i] === 0x7b || body[i] === 0x5b;
+}
+
 /** The body as JSON, in this thread; throws the platform's 400 `invalid_json`. */
 export function parseJsonBody(body: Buffer): unknown {
   if (body.length === 0) return undefined;
