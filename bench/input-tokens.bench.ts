@@ -32,7 +32,7 @@
  * idle server and then while 1 MB counts run back to back; target p99 < 20 ms under the counts.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -217,8 +217,9 @@ export async function pinned(options: InputTokensBenchOptions = {}): Promise<Inp
   const rawOut = await runChild(pin(0, [process.execPath, "--import", "tsx", fileURLToPath(import.meta.url), "--raw-worker", "--mb", String(mb), "--runs", String(runs)]));
   const raw = (JSON.parse(rawOut.trim().split("\n").pop()!) as { ms: number[] }).ms;
 
-  const { base, stop } = await startDistServer((cmd) => pin(0, cmd));
+  const { base, pid, stop } = await startDistServer((cmd) => pin(0, cmd));
   try {
+    const idleRss = rssMb(pid);
     const url = `${base}/v1/responses/input_tokens`;
     const request = async () => {
       const res = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" }, body });
@@ -233,6 +234,8 @@ export async function pinned(options: InputTokensBenchOptions = {}): Promise<Inp
       await request();
       endpoint.push(performance.now() - t);
     }
+    await new Promise((r) => setTimeout(r, 1000));
+    const countedRss = rssMb(pid);
     const rawMs = median(raw);
     const endpointMs = median(endpoint);
     const rawMBps = bytes / 1e6 / (rawMs / 1000);
@@ -244,6 +247,7 @@ export async function pinned(options: InputTokensBenchOptions = {}): Promise<Inp
       console.log(`  raw tokenizer  ${rawMs.toFixed(1)} ms  ${rawMBps.toFixed(2)} MB/s   (runs: ${raw.map((x) => x.toFixed(0)).join(", ")} ms)`);
       console.log(`  endpoint       ${endpointMs.toFixed(1)} ms  ${endpointMBps.toFixed(2)} MB/s   (runs: ${endpoint.map((x) => x.toFixed(0)).join(", ")} ms)`);
       console.log(`  ratio endpoint/raw = ${ratio.toFixed(2)}× (target ≥ ${TARGET}×): ${result.pass ? "MET" : "NOT MET"}`);
+      console.log(`  server RSS (VmRSS, 1 MB = 10^6 bytes): ${idleRss.toFixed(0)} MB after start-up, ${countedRss.toFixed(0)} MB 1 s after its ${warmup + runs} counts (counting and JSON workers included)`);
     }
     return result;
   } finally {
@@ -263,8 +267,11 @@ async function startDistServer(wrap: (cmd: string[]) => string[] = (c) => c) {
     await child.stop();
     rmSync(dataDir, { recursive: true, force: true });
   };
-  return { base: child.url, stop };
+  return { base: child.url, pid: child.proc.pid!, stop };
 }
+
+/** VmRSS of a process, MB (10^6 bytes). */
+const rssMb = (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN) * 1024 / 1e6;
 
 const LOOP_TARGET_P99_MS = 20;
 
