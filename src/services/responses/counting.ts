@@ -5,6 +5,12 @@ import { countInputTokens, InputTokensError, type EncodingName, type InputTokens
 import { fetchUrl, FetchUrlError, type FetchPolicy } from "../../common/fetch-url.js";
 import type { Scope } from "../../storage/types.js";
 
+/**
+ * Texts of at least this many characters go to countBody's `countLongText` (the engine's
+ * `longTextChars`), and are what the counting workers count in parts (workers.ts).
+ */
+export const LONG_TEXT_CHARS = 256 * 1024;
+
 /** Largest file or image the counter reads into memory (the platform's per-file input limit). */
 export const MAX_INPUT_FILE_BYTES = 50 * 1024 * 1024;
 
@@ -72,7 +78,7 @@ export async function countBody(
         }),
       readFile: (id) => lookups.readFile(scope, id),
     },
-    { maxImageBytes: MAX_INPUT_FILE_BYTES, maxFileBytes: MAX_INPUT_FILE_BYTES },
+    { maxImageBytes: MAX_INPUT_FILE_BYTES, maxFileBytes: MAX_INPUT_FILE_BYTES, longTextChars: LONG_TEXT_CHARS },
   );
   return result.input_tokens;
 }

@@ -9,13 +9,10 @@
 import { availableParallelism } from "node:os";
 import { WorkerPool, workerScript } from "../../engines/pool/index.js";
 import { InputTokensError, splitAtPieceBoundaries, type EncodingName } from "../../engines/tokenizer/index.js";
-import { countingHost, type CountingLookups, type CountReply, type CountTask } from "./counting.js";
+import { countingHost, LONG_TEXT_CHARS, type CountingLookups, type CountReply, type CountTask } from "./counting.js";
 
 /** Requests with at least this much text are counted off this thread; smaller ones cost less than the hand-off. */
 export const OFF_THREAD_TEXT_BYTES = 64 * 1024;
-
-/** Texts of at least this many characters are counted in parts on the workers (countText). */
-export const LONG_TEXT_CHARS = 256 * 1024;
 
 /**
  * A worker per core but one, up to 4: one core stays with the event loop, and each worker costs

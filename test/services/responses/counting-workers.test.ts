@@ -4,8 +4,8 @@
 // while they count.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getEncoding, InputTokensError } from "../../../src/engines/tokenizer/index.js";
-import { countBody, type CountingLookups } from "../../../src/services/responses/counting.js";
-import { CountingWorkers, countingPlace, LONG_TEXT_CHARS, OFF_THREAD_TEXT_BYTES } from "../../../src/services/responses/workers.js";
+import { countBody, LONG_TEXT_CHARS, type CountingLookups } from "../../../src/services/responses/counting.js";
+import { CountingWorkers, countingPlace, OFF_THREAD_TEXT_BYTES } from "../../../src/services/responses/workers.js";
 import type { FetchPolicy } from "../../../src/common/fetch-url.js";
 import { API_KEY, startTestServer, type TestServer } from "../../shared/server.js";
 import { api, sdk, toFile } from "../../shared/rest.js";
