@@ -18,14 +18,15 @@ import { requireAccessRules } from "./auth/access.js";
 import { secureService } from "./auth/secure.js";
 import { installWorkloadIdentity } from "./auth/identity/index.js";
 import { createOnePortServer, type TlsFiles } from "./transport/listener.js";
-import { connectPlugin } from "./transport/connect/plugin.js";
+import { connectPlugin, leanByDefault, leanUnaryCalls } from "./transport/connect/plugin.js";
+import { DirectUnary, type DirectRequest } from "./transport/direct-unary.js";
 import { requestContextValues, tagSocket } from "./transport/connection.js";
 import { API_VERSION, checkRequestHeaders, newRequestId } from "./transport/headers.js";
 import { RequestLog } from "./transport/request-log.js";
 import { ApiError, keepPathsPrivate } from "./common/errors.js";
 import { frameworkErrorHandler, installErrorHandler, installNotFoundHandler } from "./transport/fastify-errors.js";
 import type { ServiceBinding } from "./common/service.js";
-import { allowedMethods, registerRestRoutes } from "./transport/rest/transcoder.js";
+import { allowedMethods, registerRestRoutes, type RestRoutes } from "./transport/rest/transcoder.js";
 import type { MultipartShape } from "./transport/rest/multipart.js";
 import { FormBody } from "./transport/rest/form.js";
 import { JsonBodies, opensAsJson } from "./transport/rest/json-body.js";
@@ -38,6 +39,8 @@ import { areas as defaultAreas } from "./services/index.js";
 import { Operability } from "./operability/index.js";
 import type { RateLimits } from "./limits/index.js";
 import type { Metrics } from "./operability/metrics.js";
+import { DEFAULT_RATE_LIMIT_HEADERS } from "./limits/rate-limits.js";
+import type { ContextValues } from "@connectrpc/connect";
 
 export const JSON_BODY_LIMIT = 32 * 1024 * 1024;
 
@@ -48,6 +51,12 @@ export interface StartOptions {
   areas?: ApiArea[];
   /** Where the limits and operability settings are read (ATRIUM_RATE_LIMITS, ATRIUM_METRICS, ...); default process.env. */
   env?: Record<string, string | undefined>;
+  /**
+   * Answer the common unary calls beside Fastify's lifecycle (transport/direct-unary.ts). Default:
+   * on, unless the environment sets ATRIUM_DIRECT_UNARY=off (every request through Fastify: for
+   * comparing the two, and a way out should the direct path ever misbehave).
+   */
+  directUnary?: boolean;
 }
 
 export interface AtriumServer {
@@ -62,6 +71,8 @@ export interface AtriumServer {
   limits?: RateLimits;
   /** Undefined with ATRIUM_METRICS=off. */
   metrics?: Metrics;
+  /** The direct unary path; undefined when off (ATRIUM_DIRECT_UNARY=off) or before the app is ready. */
+  readonly directUnary: DirectUnary | undefined;
   /** Binds the main listener (ATRIUM_HOST/ATRIUM_PORT, TLS when configured). */
   listen(): Promise<{ url: string; port: number }>;
   /**
@@ -158,10 +169,14 @@ async function openCore(cfg: AtriumConfig, opts: StartOptions, areas: ApiArea[])
   return { log, destination, storage, deps, auth: new Authenticator(keys), runtimes, jobs, sweeper, orphans, ops, generatedAdminKey };
 }
 
+/** What the main listener asks before handing a request to Fastify; set once the routes are known. */
+interface FrontDoor {
+  direct?: DirectUnary;
+}
+
 /** The Fastify instance on the one-port listener, with the hooks every request passes. */
-function createApp(cfg: AtriumConfig, core: Core, tls: TlsFiles | undefined): FastifyInstance {
+function createApp(cfg: AtriumConfig, core: Core, tls: TlsFiles | undefined, requestLog: RequestLog, front: FrontDoor): FastifyInstance {
   const { log } = core;
-  const requestLog = new RequestLog(log, core.destination);
   // The server is our one-port HTTP/1.1 + h2c hybrid; Fastify's types only know one kind at a time.
   const app: FastifyInstance = (Fastify as any)({
     loggerInstance: log,
@@ -174,7 +189,15 @@ function createApp(cfg: AtriumConfig, core: Core, tls: TlsFiles | undefined): Fa
     bodyLimit: JSON_BODY_LIMIT,
     // Errors Fastify raises before routing (a path that is not valid percent-encoding, ...).
     frameworkErrors: frameworkErrorHandler(log),
-    serverFactory: (handler: any) => createOnePortServer(handler, cfg.connections, tls),
+    serverFactory: (handler: any) =>
+      createOnePortServer(
+        (req, res) => {
+          if (front.direct?.take(req, res)) return;
+          handler(req, res);
+        },
+        cfg.connections,
+        tls,
+      ),
     forceCloseConnections: true,
     // Start-up takes ~0.25 s; on a starved machine (a test suite's parallel forks on 2 cores) the
     // default 10 s per plugin can run out. A real hang still fails, just later.
@@ -211,8 +234,8 @@ function createApp(cfg: AtriumConfig, core: Core, tls: TlsFiles | undefined): Fa
 }
 
 /** REST routes in a scope of their own: JSON (whatever the label), forms, and multipart left to the uploads. */
-async function registerRest(app: FastifyInstance, services: ServiceBinding[], multipart: Record<string, MultipartShape>) {
-  let bindings: ReturnType<typeof registerRestRoutes> = [];
+async function registerRest(app: FastifyInstance, services: ServiceBinding[], multipart: Record<string, MultipartShape>): Promise<RestRoutes> {
+  let routes: RestRoutes = { bindings: [], bodyless: [] };
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("multipart/form-data", (_req, _payload, done) => done(null, undefined));
@@ -239,9 +262,9 @@ async function registerRest(app: FastifyInstance, services: ServiceBinding[], mu
       }
     });
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => parsed(body as Buffer, done));
-    bindings = registerRestRoutes(scope, { services, multipart, contextValues: requestContextValues });
+    routes = registerRestRoutes(scope, { services, multipart, contextValues: requestContextValues });
   });
-  return bindings;
+  return routes;
 }
 
 export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): Promise<AtriumServer> {
@@ -252,7 +275,9 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   const multipart: Record<string, MultipartShape> = Object.assign({}, ...areas.map((a) => a.multipart ?? {}));
 
   const tls: TlsFiles | undefined = cfg.tlsCert ? { cert: readFileSync(cfg.tlsCert), key: readFileSync(cfg.tlsKey!) } : undefined;
-  const app = createApp(cfg, core, tls);
+  const requestLog = new RequestLog(core.log, core.destination);
+  const front: FrontDoor = {};
+  const app = createApp(cfg, core, tls, requestLog, front);
   let started = false;
   ops.install(app, { services, multipart, jobsRunning: () => started });
   // POST /oauth/token, minted-token verification, the mTLS listener's rules (src/auth/identity/).
@@ -264,14 +289,30 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   // Stock connect-fastify, with unary Connect calls on the lean path (src/transport/connect/).
   // JSON codecs need the registry to write the google.protobuf.Any extensions (ContentRange) and
   // error details (ErrorInfo) the services send.
-  await app.register(connectPlugin, {
-    services: [...services, ...ops.rpcServices(services)],
-    jsonOptions: { registry: createRegistry(file_atrium_v1_options) },
-    contextValues: ops.connectContextValues(requestContextValues),
-    readMaxBytes: JSON_BODY_LIMIT,
-  });
-  const bindings = await registerRest(app, services, multipart);
-  installNotFoundHandler(app, { allowedMethods: (path) => allowedMethods(bindings, path) });
+  const rpcServices = [...services, ...ops.rpcServices(services)];
+  const connectOptions = { jsonOptions: { registry: createRegistry(file_atrium_v1_options) }, readMaxBytes: JSON_BODY_LIMIT };
+  const contextValues = ops.connectContextValues(requestContextValues);
+  const leanCalls = leanByDefault() ? leanUnaryCalls(rpcServices, connectOptions) : undefined;
+  await app.register(connectPlugin, { services: rpcServices, ...connectOptions, contextValues, leanCalls });
+  const rest = await registerRest(app, services, multipart);
+  installNotFoundHandler(app, { allowedMethods: (path) => allowedMethods(rest.bindings, path) });
+  if (opts.directUnary ?? (opts.env ?? process.env).ATRIUM_DIRECT_UNARY !== "off")
+    // Once ready: every route is registered, so the metrics know each one's series.
+    app.addHook("onReady", (done) => {
+      front.direct = new DirectUnary({
+        router: app.initialConfig,
+        restBindings: rest.bindings,
+        rest: rest.bodyless,
+        connect: leanCalls,
+        contextValues: contextValues as unknown as (req: DirectRequest) => ContextValues,
+        log: core.log,
+        requestLog,
+        metrics: ops.metrics,
+        draining: () => ops.drain.draining,
+        defaultRateLimitHeaders: ops.limits ? DEFAULT_RATE_LIMIT_HEADERS : undefined,
+      });
+      done();
+    });
 
   const extra = new Set<ExtraListener>();
   return {
@@ -283,6 +324,9 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
     generatedAdminKey: core.generatedAdminKey,
     limits: ops.limits,
     metrics: ops.metrics,
+    get directUnary() {
+      return front.direct;
+    },
     reloadConfig: async (next) => {
       await identity.reload(next);
       ops.limits?.configure(next.file);

@@ -243,13 +243,23 @@ export class Metrics {
     });
   }
 
+  /**
+   * For calls answered outside Fastify's hooks (transport/direct-unary.ts): counts one answer of the
+   * route registered as `url`, as its onResponse hook would. Undefined for a route Fastify does not have.
+   */
+  answerCounter(url: string, kind: "rest" | "rpc"): ((status: number, outcome: CallOutcome | undefined, seconds: number, bytesIn: number, bytesOut: number) => void) | undefined {
+    const rs = this.routes.get(url);
+    if (rs === undefined) return undefined;
+    return kind === "rest"
+      ? (status, _outcome, seconds, bytesIn, bytesOut) => record(rs.get("rest", status), seconds, bytesIn, bytesOut)
+      : (status, outcome, seconds, bytesIn, bytesOut) => record(rs.get("connect", rpcCodeOf(outcome?.rpcCode, status)), seconds, bytesIn, bytesOut);
+  }
+
   private routeHook(rs: RouteSeries, kind: "rest" | "rpc" | "http") {
     const observe = this.observe.bind(this);
     if (kind === "rpc")
       return function onRpcResponse(req: FastifyRequest, reply: FastifyReply, done: () => void) {
-        const rpc = (req as unknown as CallOutcome).rpcCode;
-        const code = rpc !== undefined ? rpc : reply.statusCode === 200 ? Code.Unknown : (RPC_CODE_OF_STATUS[reply.statusCode] ?? "unknown");
-        observe(rs.get(rpcProtocol(req), code), req, reply);
+        observe(rs.get(rpcProtocol(req), rpcCodeOf((req as unknown as CallOutcome).rpcCode, reply.statusCode)), req, reply);
         done();
       };
     return function onResponse(req: FastifyRequest, reply: FastifyReply, done: () => void) {
@@ -259,16 +269,24 @@ export class Metrics {
   }
 
   private observe(s: Series, req: FastifyRequest, reply: FastifyReply) {
-    const seconds = reply.elapsedTime / 1000;
-    s.count++;
-    s.sum += seconds;
-    for (let i = 0; i < LATENCY_BUCKETS.length; i++)
-      if (seconds <= LATENCY_BUCKETS[i]!) {
-        s.buckets[i]!++;
-        break;
-      }
     const cl = req.headers["content-length"];
-    if (cl !== undefined) s.bytesIn += contentLength(cl);
-    s.bytesOut += contentLength(reply.getHeader("content-length") ?? reply.raw.getHeader("content-length"));
+    record(s, reply.elapsedTime / 1000, cl === undefined ? 0 : contentLength(cl), contentLength(reply.getHeader("content-length") ?? reply.raw.getHeader("content-length")));
   }
+}
+
+function record(s: Series, seconds: number, bytesIn: number, bytesOut: number) {
+  s.count++;
+  s.sum += seconds;
+  for (let i = 0; i < LATENCY_BUCKETS.length; i++)
+    if (seconds <= LATENCY_BUCKETS[i]!) {
+      s.buckets[i]!++;
+      break;
+    }
+  s.bytesIn += bytesIn;
+  s.bytesOut += bytesOut;
+}
+
+/** An RPC's status for the metrics: what the auth wrapper recorded, else read off the HTTP status. */
+function rpcCodeOf(rpcCode: number | undefined, status: number): number | string {
+  return rpcCode !== undefined ? rpcCode : status === 200 ? Code.Unknown : (RPC_CODE_OF_STATUS[status] ?? "unknown");
 }

@@ -25,7 +25,7 @@
 //   - Connect-Timeout-Ms: ctx.timeoutMs() counts down from it and ctx.signal aborts with
 //     deadline_exceeded when it passes. Unlike the stock handler, the call also answers
 //     deadline_exceeded at that moment even if the implementation ignores the signal.
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
 import {
   create,
   fromBinary,
@@ -54,7 +54,6 @@ export interface LeanUnaryOptions {
   jsonOptions?: Partial<JsonReadOptions & JsonWriteOptions>;
   binaryOptions?: Partial<BinaryReadOptions & BinaryWriteOptions>;
   shutdownSignal?: AbortSignal;
-  contextValues?: (req: FastifyRequest) => ContextValues;
 }
 
 export const enum LeanFormat {
@@ -183,15 +182,34 @@ function withDeadline<T>(ctx: LeanHandlerContext, fn: () => T | Promise<T>): Pro
   return Promise.race([result, expired]).finally(() => clearTimeout(timer));
 }
 
+/** A lean call's answer; the caller writes it (through Fastify's reply, or directly). */
+export interface LeanAnswer {
+  status: number;
+  /** Lower-case names; written in this order. */
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** Answers one call. Never rejects: an error is answered in the Connect error shape. */
+export type LeanCall = (raw: RawRequest, res: FastifyReply["raw"], format: LeanFormat, values: ContextValues | undefined, log: FastifyBaseLogger) => Promise<LeanAnswer>;
+
 export type LeanHandler = (req: FastifyRequest, reply: FastifyReply, format: LeanFormat) => Promise<FastifyReply>;
 
-/** The lean handler of one unary method; `impl` is the (auth-wrapped) service implementation. */
-export function createLeanUnaryHandler(
+/** The lean call as a Fastify route handler: the app's hooks and headers apply as for REST. */
+export function leanFastifyHandler(call: LeanCall, contextValues?: (req: FastifyRequest) => ContextValues): LeanHandler {
+  return async (req, reply, format) => {
+    const { status, headers, body } = await call(req.raw, reply.raw, format, contextValues?.(req), req.log);
+    return reply.code(status).headers(headers).send(body);
+  };
+}
+
+/** The lean call of one unary method; `impl` is the (auth-wrapped) service implementation. */
+export function createLeanUnaryCall(
   service: DescService,
   method: DescMethod & { methodKind: "unary" },
   impl: (req: any, ctx: LeanHandlerContext) => any,
   opt: LeanUnaryOptions,
-): LeanHandler {
+): LeanCall {
   const input = method.input;
   const output = method.output;
   const jsonOpts = getJsonOptions(opt.jsonOptions);
@@ -243,18 +261,16 @@ export function createLeanUnaryHandler(
     return body;
   }
 
-  return async function leanUnary(req, reply, format) {
-    const raw = req.raw;
+  return async function leanUnary(raw, res, format, values, log) {
     const h = raw.headers;
     const binary = format === LeanFormat.Proto;
     let timeoutMs: number | undefined;
     let timeoutError: ConnectError | undefined;
     const t = one(h["connect-timeout-ms"]);
     if (t !== undefined) ({ timeoutMs, error: timeoutError } = parseTimeout(t, opt.maxTimeoutMs));
-    const ctx = new LeanHandlerContext(service, method, raw, reply.raw, timeoutMs, opt.contextValues?.(req), opt.shutdownSignal);
+    const ctx = new LeanHandlerContext(service, method, raw, res, timeoutMs, values, opt.shutdownSignal);
     let status = 200;
     let body: Buffer;
-    let contentType = binary ? contentTypeUnaryProto : contentTypeUnaryJson;
     try {
       if (timeoutError) throw timeoutError;
       const message = parse(await readBody(raw, opt.readMaxBytes), binary);
@@ -263,11 +279,10 @@ export function createLeanUnaryHandler(
     } catch (e) {
       ctx.abort(e);
       const error = e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e);
-      if (!(e instanceof ConnectError)) req.log.error({ err: e, rpc: `${service.typeName}/${method.name}` }, "rpc failed");
+      if (!(e instanceof ConnectError)) log.error({ err: e, rpc: `${service.typeName}/${method.name}` }, "rpc failed");
       else if (error.code === Code.InvalidArgument && error.rawMessage.startsWith("parse binary: "))
-        req.log.info({ rpc: `${service.typeName}/${method.name}`, reason: error.rawMessage }, "rpc request is not a valid protobuf message");
+        log.info({ rpc: `${service.typeName}/${method.name}`, reason: error.rawMessage }, "rpc request is not a valid protobuf message");
       status = codeToHttpStatus(error.code);
-      contentType = contentTypeUnaryJson;
       error.metadata.forEach((value, key) => ctx.responseHeader.set(key, value));
       const b = errorToJsonBytes(error, opt.jsonOptions);
       body = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
@@ -275,11 +290,10 @@ export function createLeanUnaryHandler(
       ctx.finish();
     }
 
-    reply.code(status);
-    reply.header("content-type", contentType);
-    ctx.responseHeader.forEach((value, key) => void reply.header(key, value));
-    if (status !== 200) reply.header("content-type", contentTypeUnaryJson);
-    ctx.trailersSet?.forEach((value, key) => void reply.header(`trailer-${key}`, value));
+    const headers: Record<string, string> = { "content-type": binary ? contentTypeUnaryProto : contentTypeUnaryJson };
+    ctx.responseHeader.forEach((value, key) => void (headers[key] = value));
+    if (status !== 200) headers["content-type"] = contentTypeUnaryJson;
+    ctx.trailersSet?.forEach((value, key) => void (headers[`trailer-${key}`] = value));
 
     const accept = h["accept-encoding"];
     if (accept !== undefined && accept !== "" && opt.acceptCompression.length) {
@@ -287,9 +301,9 @@ export function createLeanUnaryHandler(
       if (response && body.byteLength >= opt.compressMinBytes) {
         const z = await response.compress(body);
         body = Buffer.from(z.buffer, z.byteOffset, z.byteLength);
-        reply.header("content-encoding", response.name);
+        headers["content-encoding"] = response.name;
       }
     }
-    return reply.send(body);
+    return { status, headers, body };
   };
 }

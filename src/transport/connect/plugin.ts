@@ -10,7 +10,7 @@ import { createMethodUrl, validateUniversalHandlerOptions } from "@connectrpc/co
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import type { ServiceBinding } from "../../common/service.js";
-import { createLeanUnaryHandler, leanFormat, LeanFormat, type LeanUnaryOptions } from "./lean-unary.js";
+import { createLeanUnaryCall, leanFastifyHandler, leanFormat, LeanFormat, type LeanCall, type LeanUnaryOptions } from "./lean-unary.js";
 import { parseErrorsAsInvalidArgument } from "./parse-errors.js";
 
 
@@ -27,10 +27,12 @@ export interface ConnectPluginOptions extends ConnectRouterOptions {
   contextValues?: (req: FastifyRequest) => ContextValues;
   shutdownTimeoutMs?: number;
   shutdownError?: unknown;
+  /** The lean calls by route path, when the caller built them (leanUnaryCalls) to serve them elsewhere too. */
+  leanCalls?: Map<string, LeanCall>;
 }
 
-/** The onRoute hook that fronts each unary Connect route with the lean handler. */
-export function leanUnaryRoutes(services: ServiceBinding[], options: ConnectPluginOptions) {
+/** The lean call of every unary method, by its route path (`/package.Service/Method`). */
+export function leanUnaryCalls(services: ServiceBinding[], options: ConnectRouterOptions): Map<string, LeanCall> {
   const base = validateUniversalHandlerOptions(options);
   const opt: LeanUnaryOptions = {
     // connect-fastify's default, so both paths negotiate the same response compressions.
@@ -42,20 +44,24 @@ export function leanUnaryRoutes(services: ServiceBinding[], options: ConnectPlug
     jsonOptions: options.jsonOptions,
     binaryOptions: options.binaryOptions,
     shutdownSignal: options.shutdownSignal,
-    contextValues: options.contextValues,
   };
-  const byPath = new Map<string, { service: DescService; method: DescMethod & { methodKind: "unary" }; impl: (...a: any[]) => any }>();
+  const byPath = new Map<string, LeanCall>();
   for (const { desc, impl } of services)
     for (const method of desc.methods) {
       const fn = impl[method.localName];
       if (method.methodKind !== "unary" || typeof fn !== "function") continue;
-      byPath.set(createMethodUrl("/", method), { service: desc, method: method as DescMethod & { methodKind: "unary" }, impl: fn.bind(impl) });
+      byPath.set(createMethodUrl("/", method), createLeanUnaryCall(desc, method as DescMethod & { methodKind: "unary" }, fn.bind(impl), opt));
     }
+  return byPath;
+}
+
+/** The onRoute hook that fronts each unary Connect route with its lean call. */
+export function leanUnaryRoutes(calls: Map<string, LeanCall>, contextValues?: (req: FastifyRequest) => ContextValues) {
   return function onRoute(route: RouteOptions) {
-    const entry = byPath.get(route.url);
-    if (!entry) return;
+    const call = calls.get(route.url);
+    if (!call) return;
     const stock = route.handler;
-    const lean = createLeanUnaryHandler(entry.service, entry.method, entry.impl, opt);
+    const lean = leanFastifyHandler(call, contextValues);
     route.handler = function connectUnary(this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) {
       if (req.raw.method === "POST") {
         const format = leanFormat(req.raw.headers);
@@ -66,11 +72,12 @@ export function leanUnaryRoutes(services: ServiceBinding[], options: ConnectPlug
   };
 }
 
-const leanByDefault = () => process.env.ATRIUM_CONNECT_LEAN !== "off";
+/** Whether unary Connect calls take the lean path: yes, unless ATRIUM_CONNECT_LEAN=off. */
+export const leanByDefault = () => process.env.ATRIUM_CONNECT_LEAN !== "off";
 
 /** Register with `app.register(connectPlugin, { services })`. */
 export async function connectPlugin(scope: FastifyInstance, opts: ConnectPluginOptions) {
-  const { services, lean = leanByDefault(), ...connectOptions } = opts;
+  const { services, lean = leanByDefault(), leanCalls, ...connectOptions } = opts;
   // Fastify never reads or parses an RPC body: every content type reaches the Connect handlers,
   // which answer the ones they do not serve as the protocols say (415), enforce readMaxBytes
   // per message and check Content-Length themselves. Otherwise Fastify's defaults would read a
@@ -79,7 +86,8 @@ export async function connectPlugin(scope: FastifyInstance, opts: ConnectPluginO
   scope.removeAllContentTypeParsers();
   scope.addContentTypeParser("*", (_req, _payload, done) => done(null, undefined));
   // Interceptors run inside the stock pipeline only; with any configured, keep every call there.
-  if (lean && !connectOptions.interceptors?.length) scope.addHook("onRoute", leanUnaryRoutes(services, connectOptions as ConnectPluginOptions));
+  if (lean && !connectOptions.interceptors?.length)
+    scope.addHook("onRoute", leanUnaryRoutes(leanCalls ?? leanUnaryCalls(services, connectOptions), connectOptions.contextValues));
   await scope.register(fastifyConnectPlugin, {
     ...connectOptions,
     routes: (router: ConnectRouter) => {

@@ -6,7 +6,9 @@
 // a streamed download; a client-streaming RPC takes the multipart shape declared in multipart.ts.
 // An invalid rule throws here, so a bad annotation fails start-up rather than a request.
 import { Readable } from "node:stream";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerResponse } from "node:http2";
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ScalarType, create, getOption, hasOption, type DescField, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
@@ -23,7 +25,7 @@ import { NodeHeaders } from "../node-headers.js";
 import { ResponseHeaders } from "../response-headers.js";
 
 
-interface RouteBinding {
+export interface RouteBinding {
   service: DescService;
   method: DescMethod;
   verb: "GET" | "POST" | "PUT" | "DELETE" | "PATCH";
@@ -144,7 +146,7 @@ class RestContext implements HandlerContext {
     readonly requestMethod: string,
     readonly url: string,
     readonly requestHeader: Headers,
-    private readonly reply: FastifyReply,
+    private readonly res: ServerResponse | Http2ServerResponse,
     readonly values: ContextValues,
   ) {}
   get signal(): AbortSignal {
@@ -152,7 +154,7 @@ class RestContext implements HandlerContext {
       const c = (this.controller = new AbortController());
       // The request's 'close' fires once its body is read (HTTP/1.1); the client is gone only
       // when the response closes before it was finished.
-      const res = this.reply.raw;
+      const res = this.res;
       if (res.destroyed && !res.writableFinished) c.abort();
       else res.once("close", () => res.writableFinished || c.abort());
     }
@@ -167,11 +169,17 @@ class RestContext implements HandlerContext {
   }
 }
 
-function buildInit(b: RouteBinding, req: FastifyRequest): Record<string, unknown> {
+/** What a REST call's request message is built from, besides its body. */
+export interface RestRequestParts {
+  /** Path variables, percent-decoded, by field name. */
+  params: Record<string, string>;
+  query: Record<string, string | string[]>;
+  headers: IncomingHttpHeaders;
+}
+
+function buildInit(b: RouteBinding, { params, query, headers }: RestRequestParts): Record<string, unknown> {
   const init: Record<string, unknown> = {};
-  const params = req.params as Record<string, string>;
   for (const f of b.pathFields) init[f.localName] = decodeStringValue(f, params[f.name], f.name);
-  const query = req.query as Record<string, string | string[]>;
   for (const key of Object.keys(query)) {
     const entry = /^([a-z_][a-z0-9_]*)\[([^\]]*)\]$/.exec(key);
     const f = b.queryFields.get(entry ? entry[1] : key);
@@ -188,7 +196,7 @@ function buildInit(b: RouteBinding, req: FastifyRequest): Record<string, unknown
     }
   }
   for (const { header, field } of b.headerFields) {
-    const v = req.headers[header];
+    const v = headers[header];
     if (typeof v === "string") init[field.localName] = v;
   }
   return init;
@@ -217,16 +225,21 @@ function pickPath(b: RouteBinding, init: Record<string, unknown>) {
   return out;
 }
 
-function sendError(reply: FastifyReply, err: unknown) {
+/** A failed REST call's answer: the one error model (common/errors.ts). */
+export function restErrorAnswer(err: unknown, res: ServerResponse | Http2ServerResponse, log: FastifyBaseLogger, reqId: string): { status: number; body: unknown; headers: Record<string, string> } {
   // The client went away and the handler stopped on its signal: the client's doing, not a server
   // fault, so no 500 in the metrics and no error in the log; 499 as nginx records it.
-  if (reply.raw.destroyed && !reply.raw.writableFinished && (err as Error | null)?.name === "AbortError") {
-    reply.log.info({ reqId: reply.request.id }, "client closed the request before the answer");
-    reply.code(499).type("application/json").send({ error: { message: "The client closed the request.", type: "invalid_request_error", param: null, code: "client_closed_request" } });
-    return;
+  if (res.destroyed && !res.writableFinished && (err as Error | null)?.name === "AbortError") {
+    log.info({ reqId }, "client closed the request before the answer");
+    return { status: 499, body: { error: { message: "The client closed the request.", type: "invalid_request_error", param: null, code: "client_closed_request" } }, headers: {} };
   }
-  const { status, body, headers } = toRestError(err);
-  if (status >= 500) reply.log.error({ err }, "request failed");
+  const answer = toRestError(err);
+  if (answer.status >= 500) log.error({ err, reqId }, "request failed");
+  return answer;
+}
+
+function sendError(reply: FastifyReply, err: unknown) {
+  const { status, body, headers } = restErrorAnswer(err, reply.raw, reply.log, reply.request.id);
   reply.code(status).headers(headers).type("application/json").send(body);
 }
 
@@ -234,19 +247,27 @@ function copyResponseHeaders(ctx: RestContext, reply: FastifyReply) {
   ctx.responseHeader.forEach((v, k) => reply.header(k, v));
 }
 
-async function handleUnary(b: RouteBinding, impl: Function, req: FastifyRequest, reply: FastifyReply, ctx: RestContext) {
-  const init = buildInit(b, req);
-  // A multipart body is left unread by the body parsers (uploads stream it); here it is a form.
-  const body = b.body !== "" && isMultipart(req.headers["content-type"]) ? await readMultipartForm(req.raw as unknown as Readable, req.headers) : req.body;
+/** A unary call: the request message from the parts and body, the implementation, the REST JSON answer. */
+async function callUnary(b: RouteBinding, impl: Function, parts: RestRequestParts, body: unknown, ctx: HandlerContext): Promise<unknown> {
+  const init = buildInit(b, parts);
   mergeBody(b, init, body);
   const res = await impl(create(b.method.input, init as any), ctx);
-  copyResponseHeaders(ctx, reply);
   const msg = res.$typeName || restJsonAcceptsInit(b.method.output) ? res : create(b.method.output, res);
-  reply.type("application/json").send(toRestJson(b.method.output, msg));
+  return toRestJson(b.method.output, msg);
+}
+
+const partsOf = (req: FastifyRequest): RestRequestParts => ({ params: req.params as RestRequestParts["params"], query: req.query as RestRequestParts["query"], headers: req.headers });
+
+async function handleUnary(b: RouteBinding, impl: Function, req: FastifyRequest, reply: FastifyReply, ctx: RestContext) {
+  // A multipart body is left unread by the body parsers (uploads stream it); here it is a form.
+  const body = b.body !== "" && isMultipart(req.headers["content-type"]) ? await readMultipartForm(req.raw as unknown as Readable, req.headers) : req.body;
+  const json = await callUnary(b, impl, partsOf(req), body, ctx);
+  copyResponseHeaders(ctx, reply);
+  reply.type("application/json").send(json);
 }
 
 async function handleClientStream(b: RouteBinding, impl: Function, req: FastifyRequest, reply: FastifyReply, ctx: RestContext) {
-  const init = buildInit(b, req);
+  const init = buildInit(b, partsOf(req));
   let messages: AsyncIterable<unknown>;
   if (isMultipart(req.headers["content-type"])) {
     messages = multipartMessages(req.raw as unknown as Readable, req.headers, b.method.input, b.multipart!, init);
@@ -269,7 +290,7 @@ async function handleClientStream(b: RouteBinding, impl: Function, req: FastifyR
 }
 
 async function handleDownload(b: RouteBinding, impl: Function, req: FastifyRequest, reply: FastifyReply, ctx: RestContext) {
-  const init = buildInit(b, req);
+  const init = buildInit(b, partsOf(req));
   mergeBody(b, init, req.body);
   const it: AsyncIterator<any> = impl(create(b.method.input, init as any), ctx)[Symbol.asyncIterator]();
   // The first chunk decides the status and headers; errors before it are ordinary error responses.
@@ -312,9 +333,32 @@ export interface TranscoderOptions {
   contextValues?: (req: FastifyRequest) => ContextValues;
 }
 
+/**
+ * A unary call whose request has no body (GET, DELETE), callable without Fastify: what the direct
+ * path (transport/direct-unary.ts) serves. Never throws: an error is answered in the error model.
+ */
+export interface BodylessRestCall {
+  binding: RouteBinding;
+  run(parts: RestRequestParts, req: IncomingMessage, res: ServerResponse, values: ContextValues, log: FastifyBaseLogger, reqId: string): Promise<RestOutcome>;
+}
+
+export interface RestOutcome {
+  status: number;
+  /** The JSON value to send. */
+  body: unknown;
+  /** The call's response headers (x-ratelimit-*, vendor-organization, ...), an error's included. */
+  headers: Headers;
+}
+
+export interface RestRoutes {
+  bindings: RouteBinding[];
+  bodyless: BodylessRestCall[];
+}
+
 /** Registers every annotated RPC as a REST route inside `scope` (a Fastify plugin context). */
-export function registerRestRoutes(scope: FastifyInstance, opts: TranscoderOptions): RouteBinding[] {
+export function registerRestRoutes(scope: FastifyInstance, opts: TranscoderOptions): RestRoutes {
   const bindings: RouteBinding[] = [];
+  const bodyless: BodylessRestCall[] = [];
   const seen = new Map<string, string>();
   for (const { desc, impl } of opts.services) {
     for (const method of desc.methods) {
@@ -327,14 +371,29 @@ export function registerRestRoutes(scope: FastifyInstance, opts: TranscoderOptio
       if (typeof fn !== "function") throw new InvalidHttpRule(`${desc.typeName}.${method.name}: no implementation`);
       const handler =
         method.methodKind === "client_streaming" ? handleClientStream : method.methodKind === "server_streaming" ? handleDownload : handleUnary;
+      const bound = fn.bind(impl);
       bindings.push(b);
+      if (method.methodKind === "unary" && b.body === "")
+        bodyless.push({
+          binding: b,
+          async run(parts, req, res, values, log, reqId) {
+            const ctx = new RestContext(desc, method, req.method!, req.url!, new NodeHeaders(req.headers) as unknown as Headers, res, values);
+            try {
+              return { status: 200, body: await callUnary(b, bound, parts, undefined, ctx), headers: ctx.responseHeader };
+            } catch (err) {
+              const { status, body, headers } = restErrorAnswer(err, res, log, reqId);
+              for (const k in headers) ctx.responseHeader.set(k, headers[k]!);
+              return { status, body, headers: ctx.responseHeader };
+            }
+          },
+        });
       scope.route({
         method: b.verb,
         url: b.fastifyPath,
         handler: async (req, reply) => {
-          const ctx = new RestContext(desc, method, req.method, req.url, new NodeHeaders(req.headers) as unknown as Headers, reply, opts.contextValues?.(req) ?? createContextValues());
+          const ctx = new RestContext(desc, method, req.method, req.url, new NodeHeaders(req.headers) as unknown as Headers, reply.raw, opts.contextValues?.(req) ?? createContextValues());
           try {
-            await handler(b, fn.bind(impl), req, reply, ctx);
+            await handler(b, bound, req, reply, ctx);
           } catch (err) {
             // Headers set before the error (x-ratelimit-*, vendor-organization) go out with it.
             copyResponseHeaders(ctx, reply);
@@ -345,7 +404,7 @@ export function registerRestRoutes(scope: FastifyInstance, opts: TranscoderOptio
       });
     }
   }
-  return bindings;
+  return { bindings, bodyless };
 }
 
 /** For a path no route matched: the methods whose templates do match it (for 405 + Allow). */
