@@ -22,7 +22,7 @@ import type { Logger } from "pino";
 import { API_VERSION, checkRequestHeaders, newRequestId } from "./headers.js";
 import type { RequestLog } from "./request-log.js";
 import type { BodylessRestCall, RouteBinding } from "./rest/transcoder.js";
-import { leanFormat, LeanFormat, type LeanCall } from "./connect/lean-unary.js";
+import { byteLength, leanFormat, LeanFormat, type LeanCall } from "./connect/lean-unary.js";
 import type { CallOutcome } from "../operability/outcome.js";
 import type { Metrics } from "../operability/metrics.js";
 
@@ -156,7 +156,7 @@ export class DirectUnary {
     try {
       const answer = await entry.call(req, res, format, this.o.contextValues(holder), this.o.log);
       const headers: Record<string, string | number> = { "x-request-id": reqId, "vendor-version": API_VERSION, ...answer.headers };
-      this.finish(req, res, start, answer.status, headers, answer.body, answer.body.byteLength, reqId, clientRequestId, entry.count, holder);
+      this.finish(req, res, start, answer.status, headers, answer.body, byteLength(answer.body), reqId, clientRequestId, entry.count, holder);
     } catch (err) {
       this.failed(res, err, reqId);
     }

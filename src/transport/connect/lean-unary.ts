@@ -202,8 +202,11 @@ export interface LeanAnswer {
   status: number;
   /** Lower-case names; written in this order. */
   headers: Record<string, string>;
-  body: Buffer;
+  /** A string is JSON (UTF-8). */
+  body: Buffer | string;
 }
+
+export const byteLength = (body: Buffer | string) => (typeof body === "string" ? Buffer.byteLength(body) : body.byteLength);
 
 /** Answers one call. Never rejects: an error is answered in the Connect error shape. */
 export type LeanCall = (raw: RawRequest, res: FastifyReply["raw"], format: LeanFormat, values: ContextValues | undefined, log: FastifyBaseLogger) => Promise<LeanAnswer>;
@@ -214,7 +217,8 @@ export type LeanHandler = (req: FastifyRequest, reply: FastifyReply, format: Lea
 export function leanFastifyHandler(call: LeanCall, contextValues?: (req: FastifyRequest) => ContextValues): LeanHandler {
   return async (req, reply, format) => {
     const { status, headers, body } = await call(req.raw, reply.raw, format, contextValues?.(req), req.log);
-    return reply.code(status).headers(headers).send(body);
+    // A Buffer, not a string: Fastify would add "; charset=utf-8" to a string's content type.
+    return reply.code(status).headers(headers).send(typeof body === "string" ? Buffer.from(body) : body);
   };
 }
 
@@ -252,8 +256,8 @@ export function createLeanUnaryCall(
     }
   }
 
-  function serialize(msg: any, binary: boolean): Buffer {
-    let body: Buffer;
+  function serialize(msg: any, binary: boolean): Buffer | string {
+    let body: Buffer | string;
     if (binary) {
       try {
         const u8 = toBinary(output, msg, binOpts);
@@ -263,14 +267,14 @@ export function createLeanUnaryCall(
       }
     } else {
       try {
-        // A Buffer, not a string: Fastify would add "; charset=utf-8" to a string's content type.
-        body = Buffer.from(toJsonString(output, msg, jsonOpts));
+        // A string: written after the response head in one piece (leanFastifyHandler makes it a Buffer).
+        body = toJsonString(output, msg, jsonOpts);
       } catch (e) {
         throw ConnectError.from(e, Code.Internal);
       }
     }
     if (checkWrite) {
-      const n = body.byteLength;
+      const n = byteLength(body);
       if (n > opt.writeMaxBytes) throw new ConnectError(`message size ${n} is larger than configured writeMaxBytes ${opt.writeMaxBytes}`, Code.ResourceExhausted);
     }
     return body;
@@ -285,7 +289,7 @@ export function createLeanUnaryCall(
     if (t !== undefined) ({ timeoutMs, error: timeoutError } = parseTimeout(t, opt.maxTimeoutMs));
     const ctx = new LeanHandlerContext(service, method, raw, res, timeoutMs, values, opt.shutdownSignal);
     let status = 200;
-    let body: Buffer;
+    let body: Buffer | string;
     try {
       if (timeoutError) throw timeoutError;
       const message = parse(await readBody(raw, opt.readMaxBytes), binary);
@@ -313,8 +317,8 @@ export function createLeanUnaryCall(
     const accept = h["accept-encoding"];
     if (accept !== undefined && accept !== "" && opt.acceptCompression.length) {
       const { response } = compressionNegotiate(opt.acceptCompression, null, one(accept) ?? null, "Accept-Encoding");
-      if (response && body.byteLength >= opt.compressMinBytes) {
-        const z = await response.compress(body);
+      if (response && byteLength(body) >= opt.compressMinBytes) {
+        const z = await response.compress(typeof body === "string" ? Buffer.from(body) : body);
         body = Buffer.from(z.buffer, z.byteOffset, z.byteLength);
         headers["content-encoding"] = response.name;
       }
