@@ -2,7 +2,9 @@
 // connect-fastify handler, differentially, on the real server: two servers from the same code and
 // the same clock, one as it runs in production (lean path on) and one with ATRIUM_CONNECT_LEAN=off
 // (every call on the stock handler), get the SAME raw requests (HTTP/1.1 through node:http, and a
-// few over HTTP/2 through node:http2). Status, headers (all but the per-request ones) and body bytes
+// few over HTTP/2 through node:http2). Over HTTP/1.1 the production server answers the lean calls
+// on the direct path (src/transport/direct-unary.ts), over HTTP/2 through Fastify's route: both
+// ways of writing a lean answer are compared with the stock handler. Status, headers (all but the per-request ones) and body bytes
 // must be identical. The only accepted differences are listed in INHERENT below, each with why.
 import http from "node:http";
 import http2 from "node:http2";
