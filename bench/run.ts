@@ -29,7 +29,8 @@
  *   REST GET /v1/models/gpt-4o (a built-in model: no storage work, the transport alone)
  *                                                    vs the bare GET /v1/models/:model   ≥ 0.75×
  *   Connect unary GetModel, JSON and binary           vs the same bare route              ≥ 0.6×
- *   + for reference, stock @connectrpc/connect-fastify serving the same implementation
+ *   + for reference, stock @connectrpc/connect-fastify serving the same implementation, and the
+ *     same Atrium with ATRIUM_DIRECT_UNARY=off (REST GET, GetModel: what the direct path is worth)
  *   file download (GET /v1/files/{id}/content)        vs the best of fs.createReadStream routes
  *                                                    with 64 KiB and 1 MiB chunks        ≥ 0.8×
  *   multipart upload (POST /v1/files)                 vs the best of a busboy-to-disk route and
@@ -186,6 +187,32 @@ async function httpBench(loader: Loader, dir: string, atrium: Server, bare: Serv
     `  reference, not Atrium: stock @connectrpc/connect-fastify serving the same ListModels implementation in the bare process (no auth):\n` +
       `  JSON ${stock("stock JSON ListModels")}, binary ${stock("stock binary ListModels")}`,
   );
+
+  // What the direct unary path (src/transport/direct-unary.ts) is worth: the same server with
+  // every request through Fastify's lifecycle, windows interleaved with the main one's.
+  const fastifyOnly = await startAtrium(dir, "http-fastify-only", { logLevel: LOG_LEVEL, env: { ATRIUM_DIRECT_UNARY: "off" } });
+  try {
+    const ft = httpTargets(() => fastifyOnly, () => bare);
+    const pick = (ts: HttpTarget[], k: string) => ts.find((t) => t.key === k)!;
+    const keys = ["REST GET /v1/models", "REST GET /v1/models/gpt-4o", "Connect JSON GetModel"];
+    for (const k of keys) await checkOnce(pick(ft, k));
+    for (const k of keys) await warmUp(loader, pick(ft, k), 0.75, LOAD);
+    const on = new Map<string, HttpResult[]>(keys.map((k) => [k, []]));
+    const off = new Map<string, HttpResult[]>(keys.map((k) => [k, []]));
+    for (let run = 0; run < RUNS; run++)
+      for (const k of keys) {
+        on.get(k)!.push(await measureHttp(loader, pick(targets, k), LOAD));
+        off.get(k)!.push(await measureHttp(loader, pick(ft, k), LOAD));
+      }
+    const med = (m: Map<string, HttpResult[]>, k: string, f: (r: HttpResult) => number) => median(m.get(k)!.map(f));
+    console.log("  reference: the direct unary path against the same server with ATRIUM_DIRECT_UNARY=off (every request through Fastify's lifecycle), interleaved windows:");
+    for (const k of keys)
+      console.log(
+        `    ${k.padEnd(28)} ${fmt(med(on, k, (r) => r.rps), "req/s")} (${med(on, k, (r) => r.cpuUs).toFixed(0)} µs) vs ${fmt(med(off, k, (r) => r.rps), "req/s")} (${med(off, k, (r) => r.cpuUs).toFixed(0)} µs) → ${(med(on, k, (r) => r.rps) / med(off, k, (r) => r.rps)).toFixed(2)}×`,
+      );
+  } finally {
+    await stopServer(fastifyOnly);
+  }
 
   if (INFO_LOGGING) {
     // The request log's cost: the same server at the other level, windows interleaved with the
