@@ -192,23 +192,12 @@ async function httpBench(loader: Loader, dir: string, atrium: Server, bare: Serv
   // every request through Fastify's lifecycle, windows interleaved with the main one's.
   const fastifyOnly = await startAtrium(dir, "http-fastify-only", { logLevel: LOG_LEVEL, env: { ATRIUM_DIRECT_UNARY: "off" } });
   try {
-    const ft = httpTargets(() => fastifyOnly, () => bare);
-    const pick = (ts: HttpTarget[], k: string) => ts.find((t) => t.key === k)!;
     const keys = ["REST GET /v1/models", "REST GET /v1/models/gpt-4o", "Connect JSON GetModel"];
-    for (const k of keys) await checkOnce(pick(ft, k));
-    for (const k of keys) await warmUp(loader, pick(ft, k), 0.75, LOAD);
-    const on = new Map<string, HttpResult[]>(keys.map((k) => [k, []]));
-    const off = new Map<string, HttpResult[]>(keys.map((k) => [k, []]));
-    for (let run = 0; run < RUNS; run++)
-      for (const k of keys) {
-        on.get(k)!.push(await measureHttp(loader, pick(targets, k), LOAD));
-        off.get(k)!.push(await measureHttp(loader, pick(ft, k), LOAD));
-      }
-    const med = (m: Map<string, HttpResult[]>, k: string, f: (r: HttpResult) => number) => median(m.get(k)!.map(f));
+    const { mine: on, theirs: off } = await interleaved(loader, targets, httpTargets(() => fastifyOnly, () => bare), keys, 0.75);
     console.log("  reference: the direct unary path against the same server with ATRIUM_DIRECT_UNARY=off (every request through Fastify's lifecycle), interleaved windows:");
     for (const k of keys)
       console.log(
-        `    ${k.padEnd(28)} ${fmt(med(on, k, (r) => r.rps), "req/s")} (${med(on, k, (r) => r.cpuUs).toFixed(0)} µs) vs ${fmt(med(off, k, (r) => r.rps), "req/s")} (${med(off, k, (r) => r.cpuUs).toFixed(0)} µs) → ${(med(on, k, (r) => r.rps) / med(off, k, (r) => r.rps)).toFixed(2)}×`,
+        `    ${k.padEnd(28)} ${fmt(on(k, "rps"), "req/s")} (${on(k, "cpuUs").toFixed(0)} µs) vs ${fmt(off(k, "rps"), "req/s")} (${off(k, "cpuUs").toFixed(0)} µs) → ${(on(k, "rps") / off(k, "rps")).toFixed(2)}×`,
       );
   } finally {
     await stopServer(fastifyOnly);
@@ -220,30 +209,34 @@ async function httpBench(loader: Loader, dir: string, atrium: Server, bare: Serv
     const otherLevel = LOG_LEVEL === "info" ? "warn" : "info";
     const other = await startAtrium(dir, "http", { logLevel: otherLevel });
     try {
-      const ot = httpTargets(() => other, () => bare);
-      const pick = (ts: HttpTarget[], k: string) => ts.find((t) => t.key === k)!;
       const keys = ["REST GET /v1/models", "Connect JSON ListModels"];
-      for (const k of keys) await checkOnce(pick(ot, k));
-      for (const k of keys) await warmUp(loader, pick(ot, k), 1, LOAD);
-      const mine = new Map<string, HttpResult[]>(keys.map((k) => [k, []]));
-      const theirs = new Map<string, HttpResult[]>(keys.map((k) => [k, []]));
-      for (let run = 0; run < RUNS; run++)
-        for (const k of keys) {
-          mine.get(k)!.push(await measureHttp(loader, pick(targets, k), LOAD));
-          theirs.get(k)!.push(await measureHttp(loader, pick(ot, k), LOAD));
-        }
-      const med = (m: Map<string, HttpResult[]>, k: string, f: (r: HttpResult) => number) => median(m.get(k)!.map(f));
+      const { mine, theirs } = await interleaved(loader, targets, httpTargets(() => other, () => bare), keys, 1);
       const [info, warn] = LOG_LEVEL === "info" ? [mine, theirs] : [theirs, mine];
-      for (const k of keys)
-        row(`${k}, log info vs warn`, `same at warn`, med(warn, k, (r) => r.rps), med(info, k, (r) => r.rps), "req/s", 0.92, {
-          base: med(warn, k, (r) => r.cpuUs),
-          atrium: med(info, k, (r) => r.cpuUs),
-        });
+      for (const k of keys) row(`${k}, log info vs warn`, `same at warn`, warn(k, "rps"), info(k, "rps"), "req/s", 0.92, { base: warn(k, "cpuUs"), atrium: info(k, "cpuUs") });
       printRows("The request log's cost: Atrium at the default ATRIUM_LOG_LEVEL=info (one line per request, to a file) against the same at warn, interleaved windows");
     } finally {
       await stopServer(other);
     }
   }
+}
+
+/**
+ * The `keys` targets of the main server (`targets`) and of another (`others`), in windows
+ * interleaved so drift hits both alike; each side's median of a figure by key.
+ */
+async function interleaved(loader: Loader, targets: HttpTarget[], others: HttpTarget[], keys: string[], warmUpS: number) {
+  const pick = (ts: HttpTarget[], k: string) => ts.find((t) => t.key === k)!;
+  for (const k of keys) await checkOnce(pick(others, k));
+  for (const k of keys) await warmUp(loader, pick(others, k), warmUpS, LOAD);
+  const a = new Map<string, HttpResult[]>(keys.map((k) => [k, []]));
+  const b = new Map<string, HttpResult[]>(keys.map((k) => [k, []]));
+  for (let run = 0; run < RUNS; run++)
+    for (const k of keys) {
+      a.get(k)!.push(await measureHttp(loader, pick(targets, k), LOAD));
+      b.get(k)!.push(await measureHttp(loader, pick(others, k), LOAD));
+    }
+  const med = (m: Map<string, HttpResult[]>) => (k: string, f: keyof HttpResult) => median(m.get(k)!.map((r) => r[f]));
+  return { mine: med(a), theirs: med(b) };
 }
 
 async function fileBench(loader: Loader, atrium: Server, bare: Server) {
