@@ -19,7 +19,7 @@ import { secureService } from "./auth/secure.js";
 import { installWorkloadIdentity } from "./auth/identity/index.js";
 import { createOnePortServer, type TlsFiles } from "./transport/listener.js";
 import { connectPlugin, leanByDefault, leanUnaryCalls } from "./transport/connect/plugin.js";
-import { DirectUnary, type DirectRequest } from "./transport/direct-unary.js";
+import { DirectUnary } from "./transport/direct-unary.js";
 import { requestContextValues, tagSocket } from "./transport/connection.js";
 import { API_VERSION, checkRequestHeaders, newRequestId } from "./transport/headers.js";
 import { RequestLog } from "./transport/request-log.js";
@@ -39,8 +39,6 @@ import { areas as defaultAreas } from "./services/index.js";
 import { Operability } from "./operability/index.js";
 import type { RateLimits } from "./limits/index.js";
 import type { Metrics } from "./operability/metrics.js";
-import { DEFAULT_RATE_LIMIT_HEADERS } from "./limits/rate-limits.js";
-import type { ContextValues } from "@connectrpc/connect";
 
 export const JSON_BODY_LIMIT = 32 * 1024 * 1024;
 
@@ -304,12 +302,12 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
         restBindings: rest.bindings,
         rest: rest.bodyless,
         connect: leanCalls,
-        contextValues: contextValues as unknown as (req: DirectRequest) => ContextValues,
+        contextValues,
         log: core.log,
         requestLog,
         metrics: ops.metrics,
         draining: () => ops.drain.draining,
-        defaultRateLimitHeaders: ops.limits ? DEFAULT_RATE_LIMIT_HEADERS : undefined,
+        defaultRateLimitHeaders: ops.defaultRateLimitHeaders,
       });
       done();
     });

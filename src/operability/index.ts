@@ -5,7 +5,7 @@
 //   - graceful shutdown (shutdown.ts).
 // Environment: ATRIUM_METRICS (on|off, default on), ATRIUM_METRICS_TOKEN, ATRIUM_RATE_LIMITS
 // (on|off, default on), ATRIUM_CONSOLE (on|off, default on), ATRIUM_REDIS_URL, ATRIUM_STORAGE_LIMIT_BYTES, ATRIUM_SHUTDOWN_GRACE_MS.
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import type { ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ConfigError } from "../config.js";
@@ -95,6 +95,14 @@ export class Operability {
   }
 
   /**
+   * What a /v1/ answer carries when the call set no x-ratelimit-* headers of its own (refused before
+   * a caller was known: 401, unknown path, an unparseable body); undefined with rate limits off.
+   */
+  get defaultRateLimitHeaders(): Readonly<Record<string, string>> | undefined {
+    return this.limits === undefined ? undefined : DEFAULT_RATE_LIMIT_HEADERS;
+  }
+
+  /**
    * Hooks and the operator routes. Call once, before any other route is registered (the metrics
    * see routes through onRoute).
    */
@@ -102,12 +110,11 @@ export class Operability {
     this.metrics?.install(app);
     this.drain.install(app);
     const drain = this.drain;
-    const limitsOn = this.limits !== undefined;
+    const defaults = this.defaultRateLimitHeaders;
     app.addHook("onSend", (req, reply, payload, done) => {
       if (drain.draining && req.raw.httpVersionMajor === 1) reply.header("connection", "close");
-      // Calls refused before a caller is known (401, unknown path, an unparseable body) show the
-      // default limits, untouched: every /v1 response carries the headers.
-      if (limitsOn && req.url.startsWith("/v1/") && !reply.hasHeader("x-ratelimit-limit-requests")) reply.headers(DEFAULT_RATE_LIMIT_HEADERS);
+      // Every /v1 response carries the headers: the call's own, or the default limits, untouched.
+      if (defaults !== undefined && req.url.startsWith("/v1/") && !reply.hasHeader("x-ratelimit-limit-requests")) reply.headers(defaults);
       done(null, payload);
     });
     installReadiness(app, { records: this.deps.records, blobs: this.deps.blobs, disk: this.deps.disk, jobsRunning: o.jobsRunning, draining: () => drain.draining });
@@ -127,7 +134,7 @@ export class Operability {
   }
 
   /** The Connect plugin's contextValues, with the slot the RPC status is recorded in. */
-  connectContextValues(base: (req: FastifyRequest) => ContextValues): (req: FastifyRequest) => ContextValues {
+  connectContextValues<R extends object>(base: (req: R) => ContextValues): (req: R) => ContextValues {
     return this.metrics ? this.metrics.contextValues(base) : base;
   }
 

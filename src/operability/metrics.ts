@@ -200,7 +200,7 @@ export class Metrics {
    * Context values for the Connect plugin: puts the request (decorated with rpcCode) where the
    * auth wrapper records the call's RPC status (outcome.ts).
    */
-  contextValues(base: (req: FastifyRequest) => ContextValues): (req: FastifyRequest) => ContextValues {
+  contextValues<R extends object>(base: (req: R) => ContextValues): (req: R) => ContextValues {
     return (req) => {
       const v = base(req);
       v.set(callOutcomeKey, req as unknown as CallOutcome);
@@ -245,14 +245,18 @@ export class Metrics {
 
   /**
    * For calls answered outside Fastify's hooks (transport/direct-unary.ts): counts one answer of the
-   * route registered as `url`, as its onResponse hook would. Undefined for a route Fastify does not have.
+   * route registered as `url`, as its onResponse hook would (`requestLength`: the request's
+   * Content-Length header). Undefined for a route Fastify does not have.
    */
-  answerCounter(url: string, kind: "rest" | "rpc"): ((status: number, outcome: CallOutcome | undefined, seconds: number, bytesIn: number, bytesOut: number) => void) | undefined {
+  answerCounter(
+    url: string,
+    kind: "rest" | "rpc",
+  ): ((status: number, outcome: CallOutcome | undefined, seconds: number, requestLength: string | undefined, bytesOut: number) => void) | undefined {
     const rs = this.routes.get(url);
     if (rs === undefined) return undefined;
     return kind === "rest"
-      ? (status, _outcome, seconds, bytesIn, bytesOut) => record(rs.get("rest", status), seconds, bytesIn, bytesOut)
-      : (status, outcome, seconds, bytesIn, bytesOut) => record(rs.get("connect", rpcCodeOf(outcome?.rpcCode, status)), seconds, bytesIn, bytesOut);
+      ? (status, _outcome, seconds, requestLength, bytesOut) => record(rs.get("rest", status), seconds, contentLength(requestLength), bytesOut)
+      : (status, outcome, seconds, requestLength, bytesOut) => record(rs.get("connect", rpcCodeOf(outcome?.rpcCode, status)), seconds, contentLength(requestLength), bytesOut);
   }
 
   private routeHook(rs: RouteSeries, kind: "rest" | "rpc" | "http") {
@@ -269,8 +273,7 @@ export class Metrics {
   }
 
   private observe(s: Series, req: FastifyRequest, reply: FastifyReply) {
-    const cl = req.headers["content-length"];
-    record(s, reply.elapsedTime / 1000, cl === undefined ? 0 : contentLength(cl), contentLength(reply.getHeader("content-length") ?? reply.raw.getHeader("content-length")));
+    record(s, reply.elapsedTime / 1000, contentLength(req.headers["content-length"]), contentLength(reply.getHeader("content-length") ?? reply.raw.getHeader("content-length")));
   }
 }
 

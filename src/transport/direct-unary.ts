@@ -19,6 +19,7 @@ import { performance } from "node:perf_hooks";
 import FindMyWay from "find-my-way";
 import type { ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import { toRestError } from "../common/errors.js";
 import { API_VERSION, checkRequestHeaders, newRequestId } from "./headers.js";
 import type { RequestLog } from "./request-log.js";
 import type { BodylessRestCall, RouteBinding } from "./rest/transcoder.js";
@@ -184,19 +185,17 @@ export class DirectUnary {
     res.writeHead(status, headers);
     res.end(body);
     const ms = performance.now() - start;
-    if (count !== undefined) {
-      const cl = req.headers["content-length"];
-      count(status, outcome, ms / 1000, cl === undefined ? 0 : Number(cl) || 0, length);
-    }
+    count?.(status, outcome, ms / 1000, req.headers["content-length"], length);
     if (this.o.requestLog.enabled) this.o.requestLog.write(reqId, clientRequestId, req.method!, req.url!, status, ms);
   }
 
-  /** A fault in this path itself (the calls answer their own errors): a 500, logged. */
+  /** A fault in this path itself (the calls answer their own errors): logged, answered in the error model (a 500). */
   private failed(res: ServerResponse, err: unknown, reqId: string) {
     this.o.log.error({ err, reqId }, "request failed");
     if (res.headersSent) return void res.destroy();
-    const body = JSON.stringify({ error: { message: "The server had an error while processing your request.", type: "server_error", param: null, code: "internal_error" } });
-    res.writeHead(500, { "x-request-id": reqId, "vendor-version": API_VERSION, "content-type": JSON_UTF8, "content-length": Buffer.byteLength(body) });
+    const { status, body: error } = toRestError(err);
+    const body = JSON.stringify(error);
+    res.writeHead(status, { "x-request-id": reqId, "vendor-version": API_VERSION, "content-type": JSON_UTF8, "content-length": Buffer.byteLength(body) });
     res.end(body);
   }
 }
