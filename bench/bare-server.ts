@@ -4,6 +4,9 @@
 //                              query for fine-tuned models), mapped to the same JSON by hand
 //   GET  /v1/models/:model     the same GetModel (a built-in model: no storage), same JSON
 //   POST /v1/uploads           the same Uploads.create (two SQLite inserts), JSON in and out
+//   GET  /with-headers/v1/models[/:model]  the two GET routes above, also sending the response
+//                              headers every Atrium answer carries (request id, version, organization,
+//                              six x-ratelimit-*, processing time): what those headers alone cost
 //   /atrium.v1.ModelsService/* stock @connectrpc/connect-fastify serving the same implementation
 //                              (reference only: what Connect cost before the lean path)
 //   GET  /files/:name?hwm=N    fs.createReadStream with highWaterMark N
@@ -28,6 +31,7 @@ import { principalKey } from "../src/auth/principal.js";
 import { systemClock } from "../src/services/deps.js";
 import { createModelsService } from "../src/services/models/handler.js";
 import { Uploads } from "../src/services/uploads/uploads.js";
+import { newRequestId, API_VERSION } from "../src/transport/headers.js";
 import { ModelsService, GetModelRequestSchema, ListModelsRequestSchema } from "../gen/atrium/v1/models_pb.js";
 
 const port = Number(process.env.BENCH_PORT);
@@ -51,17 +55,49 @@ function ctx(): any {
 
 const app = Fastify({ logger: false, bodyLimit: 32 * 1024 * 1024 });
 
-app.get("/v1/models", async () => {
+const modelJson = (m: any) => ({ id: m.id, object: m.object, created: Number(m.created), owned_by: m.ownedBy, shutdown_date: m.shutdownDate ?? null });
+
+async function listModels() {
   const res: any = await models.listModels(create(ListModelsRequestSchema), ctx());
+  return { object: res.object, data: res.data.map(modelJson) };
+}
+
+async function getModel(req: { params: unknown }) {
+  return modelJson(await models.getModel(create(GetModelRequestSchema, { model: (req.params as { model: string }).model }), ctx()));
+}
+
+app.get("/v1/models", listModels);
+app.get("/v1/models/:model", getModel);
+
+// The response headers Atrium answers with (spec 5.9, 8), with values of the same shape and
+// length as the bench's (limits of 1e9 per minute): a reference for what sending them costs.
+let remaining = 1e9;
+function atriumHeaders(start: number): Record<string, string> {
+  if (--remaining < 0) remaining = 1e9 - 1;
   return {
-    object: res.object,
-    data: res.data.map((m: any) => ({ id: m.id, object: m.object, created: Number(m.created), owned_by: m.ownedBy, shutdown_date: m.shutdownDate ?? null })),
+    "x-request-id": newRequestId(),
+    "vendor-version": API_VERSION,
+    "vendor-organization": principal.organizationId,
+    "x-ratelimit-limit-requests": "1000000000",
+    "x-ratelimit-remaining-requests": String(remaining),
+    "x-ratelimit-reset-requests": "1ms",
+    "x-ratelimit-limit-tokens": "1000000000",
+    "x-ratelimit-remaining-tokens": "1000000000",
+    "x-ratelimit-reset-tokens": "0s",
+    "vendor-processing-ms": String(Math.round(performance.now() - start)),
   };
+}
+
+app.get("/with-headers/v1/models", async (_req, reply) => {
+  const start = performance.now();
+  const body = await listModels();
+  return reply.headers(atriumHeaders(start)).send(body);
 });
 
-app.get("/v1/models/:model", async (req) => {
-  const m: any = await models.getModel(create(GetModelRequestSchema, { model: (req.params as { model: string }).model }), ctx());
-  return { id: m.id, object: m.object, created: Number(m.created), owned_by: m.ownedBy, shutdown_date: m.shutdownDate ?? null };
+app.get("/with-headers/v1/models/:model", async (req, reply) => {
+  const start = performance.now();
+  const body = await getModel(req);
+  return reply.headers(atriumHeaders(start)).send(body);
 });
 
 app.post("/v1/uploads", async (req) => {
