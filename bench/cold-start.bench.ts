@@ -3,7 +3,8 @@
  *
  *   npm run build && node --import tsx bench/cold-start.bench.ts [--runs 3]
  *
- * Each run starts fresh processes on a fresh data directory (no model cache) and prints medians:
+ * Each run starts fresh processes on a fresh data directory (no model cache; Atrium with the malloc
+ * settings `npm start` sets) and prints medians:
  * - start-to-ready: process spawn → first `GET /readyz` 200 (no model loaded), target ≤ 1 s;
  * - idle RSS: VmRSS from /proc/<pid>/status after /readyz is ok and 2 s idle, target ≤ 110 MB;
  * - first moderation: a new server, `POST /v1/moderations` (one text) sent the moment /readyz is
@@ -19,6 +20,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import * as path from "node:path";
+import { MALLOC_ENV } from "../test/shared/malloc-env.js";
 import { arg, children, freePort, median } from "./harness.js";
 
 const RUNS = Number(arg("runs", "3"));
@@ -82,7 +84,7 @@ await e.close();
 `;
 
 function atriumEnv(dir: string): Record<string, string> {
-  return { ATRIUM_HOST: "127.0.0.1", ATRIUM_DATA_DIR: fs.mkdtempSync(path.join(dir, "atrium-")), ATRIUM_API_KEY: API_KEY, ATRIUM_LOG_LEVEL: "warn" };
+  return { ...MALLOC_ENV, ATRIUM_HOST: "127.0.0.1", ATRIUM_DATA_DIR: fs.mkdtempSync(path.join(dir, "atrium-")), ATRIUM_API_KEY: API_KEY, ATRIUM_LOG_LEVEL: "warn" };
 }
 
 interface Round {

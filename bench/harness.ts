@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../test/shared/ports.js";
+import { MALLOC_ENV } from "../test/shared/malloc-env.js";
 
 export { freePort };
 
@@ -146,7 +147,8 @@ export const serverNodeFlags = () => (process.env.ATRIUM_BENCH_SERVER_FLAGS ?? "
 
 /**
  * Atrium from dist/ (`npm run build` first) on a free port, seeded with BENCH_API_KEY, its data dir
- * and log under `dir`. `env` adds variables (e.g. the scale-out engines).
+ * and log under `dir`, with the malloc settings `npm start` runs it with. `env` adds variables (e.g.
+ * the scale-out engines).
  */
 export async function startAtrium(dir: string, tag: string, opts: { logLevel?: string; env?: Record<string, string> } = {}): Promise<Server> {
   const logLevel = opts.logLevel ?? "info";
@@ -159,7 +161,7 @@ export async function startAtrium(dir: string, tag: string, opts: { logLevel?: s
   return startServer(
     `atrium ${tag} (log ${logLevel})`,
     [process.execPath, ...serverNodeFlags(), "dist/src/main.js"],
-    { ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: String(port), ATRIUM_DATA_DIR: dataDir, ATRIUM_API_KEY: BENCH_API_KEY, ATRIUM_LOG_LEVEL: logLevel, ATRIUM_CONFIG: config, ...opts.env },
+    { ...MALLOC_ENV, ATRIUM_HOST: "127.0.0.1", ATRIUM_PORT: String(port), ATRIUM_DATA_DIR: dataDir, ATRIUM_API_KEY: BENCH_API_KEY, ATRIUM_LOG_LEVEL: logLevel, ATRIUM_CONFIG: config, ...opts.env },
     `http://127.0.0.1:${port}`,
     path.join(dir, `atrium-${tag}-${logLevel}.log`),
   );

@@ -6,8 +6,9 @@
  *   node --import tsx bench/run.ts [--runs 3] [--window 2] [--warmup 0.4] [--connections 10]
  *        [--pipelining 1] [--file-mb 512] [--log-level warn] [--only http|files] [--no-info-logging]
  *
- * Processes: Atrium (`node dist/src/main.js`, temp ATRIUM_DATA_DIR, ATRIUM_API_KEY) and the bare
- * baselines (bench/bare-server.ts) each run pinned to core 0 (`taskset -c 0`); the load generator
+ * Processes: Atrium (`node dist/src/main.js` with `npm start`'s malloc settings, temp
+ * ATRIUM_DATA_DIR, ATRIUM_API_KEY) and the bare baselines (bench/bare-server.ts) each run pinned
+ * to core 0 (`taskset -c 0`); the load generator
  * (bench/load-worker.ts: autocannon's programmatic API, plus a streaming upload/download client)
  * runs pinned to core 1. Both sides get the same connections and pipelining. After one warm-up
  * pass over every request shape (JIT), every figure is the median of `--runs` measured windows,
