@@ -4,7 +4,8 @@
 // and RSS (start, peak, end). Not part of `npm run bench`: it is a hunt, not a ratio.
 //   npm run build && nice -n 10 node --import tsx bench/fuzz.ts --minutes 10 [--seed N] [--json out.json] [--malloc default]
 import { rmSync, writeFileSync } from "node:fs";
-import { startChildServer, tempDir, API_KEY, MALLOC_ENV } from "../test/shared/server.js";
+import { startChildServer, tempDir, API_KEY } from "../test/shared/server.js";
+import { MALLOC_ENV } from "../test/shared/malloc-env.js";
 import { runFuzz, summary } from "../test/shared/fuzz/run.js";
 import { arg, children } from "./harness.js";
 

@@ -187,18 +187,18 @@ async function httpBench(loader: Loader, dir: string, atrium: Server, bare: Serv
       `GetModel of a built-in model does none, so its rows show the transport alone. CPU/request is the server's user+system time\n` +
       `over the window divided by the requests served: it holds steadier than req/s when other processes share the cores`,
   );
+  // Reference figures, not Atrium's: req/s, ratio to a bare route, CPU per request.
+  const reference = (k: string, bare: string) => `${fmt(m(k), "req/s")} (${(m(k) / m(bare)).toFixed(2)}× of the bare route, CPU ${c(k).toFixed(0)} µs/request)`;
   // What the response headers the spec asks of every answer cost a route that does nothing else:
   // the distance from these to a target is all the room left for auth, limits, metrics and the log.
-  const headed = (k: string, bare: string) => `${fmt(m(k), "req/s")} (${(m(k) / m(bare)).toFixed(2)}× of the bare route, CPU ${c(k).toFixed(0)} µs/request)`;
   console.log(
     `  reference, not Atrium: the same bare routes also sending the headers every Atrium answer carries (request id, version, organization,\n` +
-      `  six x-ratelimit-*, processing time) and nothing else: GET /v1/models ${headed("bare+headers GET /v1/models", "bare GET /v1/models")},\n` +
-      `  GET /v1/models/gpt-4o ${headed("bare+headers GET /v1/models/gpt-4o", "bare GET /v1/models/gpt-4o")}`,
+      `  six x-ratelimit-*, processing time) and nothing else: GET /v1/models ${reference("bare+headers GET /v1/models", "bare GET /v1/models")},\n` +
+      `  GET /v1/models/gpt-4o ${reference("bare+headers GET /v1/models/gpt-4o", "bare GET /v1/models/gpt-4o")}`,
   );
-  const stock = (k: string) => `${fmt(m(k), "req/s")} (${(m(k) / m("bare GET /v1/models")).toFixed(2)}×, CPU ${c(k).toFixed(0)} µs/request)`;
   console.log(
     `  reference, not Atrium: stock @connectrpc/connect-fastify serving the same ListModels implementation in the bare process (no auth):\n` +
-      `  JSON ${stock("stock JSON ListModels")}, binary ${stock("stock binary ListModels")}`,
+      `  JSON ${reference("stock JSON ListModels", "bare GET /v1/models")}, binary ${reference("stock binary ListModels", "bare GET /v1/models")}`,
   );
 
   // What the direct unary path (src/transport/direct-unary.ts) is worth: the same server with

@@ -9,7 +9,8 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { memoryMap, sampleProcess } from "../test/shared/fuzz/process.js";
-import { API_KEY, MALLOC_ENV, startChildServer, tempDir, type ChildServer } from "../test/shared/server.js";
+import { API_KEY, startChildServer, tempDir, type ChildServer } from "../test/shared/server.js";
+import { MALLOC_ENV } from "../test/shared/malloc-env.js";
 import { arg, children, pct } from "./harness.js";
 import { soakSvg, writeChart, type Series } from "./soak-chart.js";
 import { ACTIONS, Workload, type Action, type ActionResult } from "./soak-workload.js";

@@ -291,7 +291,7 @@ export async function buildServer(cfg: AtriumConfig, opts: StartOptions = {}): P
   const connectOptions = { jsonOptions: { registry: createRegistry(file_atrium_v1_options) }, readMaxBytes: JSON_BODY_LIMIT };
   const contextValues = ops.connectContextValues(requestContextValues);
   const leanCalls = leanByDefault() ? leanUnaryCalls(rpcServices, connectOptions) : undefined;
-  await app.register(connectPlugin, { services: rpcServices, ...connectOptions, contextValues, leanCalls });
+  await app.register(connectPlugin, { services: rpcServices, ...connectOptions, contextValues, lean: leanCalls !== undefined, leanCalls });
   const rest = await registerRest(app, services, multipart);
   installNotFoundHandler(app, { allowedMethods: (path) => allowedMethods(rest.bindings, path) });
   if (opts.directUnary ?? (opts.env ?? process.env).ATRIUM_DIRECT_UNARY !== "off")

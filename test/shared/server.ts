@@ -188,8 +188,6 @@ async function startScaledTestServer(opts: TestServerOptions): Promise<TestServe
   };
 }
 
-export { MALLOC_ENV } from "./malloc-env.js";
-
 export interface ChildServer {
   proc: ChildProcess;
   url: string;
